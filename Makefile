@@ -1,0 +1,82 @@
+# cudal1 runbook. `make help` lists the targets; times are for the machines named beside them.
+#   make test                     CPU tests (installs into .venv where python3 lacks our deps; ~3 min, 2 cores)
+#   make eval GPU=h200            judge kernels/ against kernelbench/ and write results/h200.md
+#   make train                    stage 1 -> 2 -> 3 on the bundled default (GPU if present, else CPU)
+
+GPU ?=
+TASKS ?= kernelbench/level1
+IDS ?=
+SOLUTIONS ?= kernels
+EVAL_FLAGS ?= --compile
+DEPS := torch numpy pybind11 safetensors tqdm pytest
+
+# ---- python: python3 itself where it has our dependencies (the GPU machine, no network),
+# else a virtual environment made by `make setup` (CPU torch from the local wheel).
+ifndef PYTHON
+  HAVE_DEPS := $(shell python3 -c "import importlib.util as u,sys; sys.exit(any(u.find_spec(m) is None for m in '$(DEPS)'.split()))" 2>/dev/null && echo yes)
+  ifeq ($(HAVE_DEPS),yes)
+    PYTHON := python3
+  else
+    PYTHON := .venv/bin/python
+  endif
+endif
+
+# ---- native builds: arch from GPU=, else from the GPU present, else Hopper (compile-only here)
+ARCH_h100 := sm_90
+ARCH_h200 := sm_90
+ARCH_h20 := sm_90
+ARCH_a100 := sm_80
+ARCH_l40 := sm_89
+ARCH_3090 := sm_86
+ifneq ($(GPU),)
+  ARCH ?= $(ARCH_$(GPU))
+  ifeq ($(ARCH),)
+    $(error unknown GPU=$(GPU): use one of h100 h200 h20 a100 l40 3090)
+  endif
+endif
+ARCH ?= $(or $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | sed 's/\.//;s/^/sm_/'),sm_90)
+NVCC ?= nvcc
+CXX ?= g++
+PYBIND_INC = $(shell $(PYTHON) -m pybind11 --includes)
+
+.PHONY: help setup test test-gpu eval baseline sft rl train clean
+
+help:
+	@sed -n '1,5p' Makefile
+
+setup: $(if $(filter .venv/bin/python,$(PYTHON)),.venv/.installed)
+
+.venv/.installed: requirements.txt
+	python3 -m venv .venv
+	.venv/bin/pip install -q -r requirements.txt
+	touch $@
+
+# CPU tests; GPU tests are marked and skip themselves without a GPU (~3 min on 2 cores)
+test: setup
+	$(PYTHON) -m pytest -q tests
+
+# the GPU-only tests (side streams, illegal addresses): run on the GPU machine
+test-gpu: setup
+	$(PYTHON) -m pytest -q -m gpu tests
+
+# judge SOLUTIONS against TASKS (a level folder, a file, or IDS=1,12,19); ~1 s per solution + builds
+eval: setup
+	$(PYTHON) evaluate.py --tasks $(TASKS) $(if $(IDS),--ids $(IDS)) --solutions $(SOLUTIONS) \
+		$(if $(GPU),--gpu $(GPU)) --out results/$(or $(GPU),cpu) $(EVAL_FLAGS)
+
+# time every reference alone (eager and torch.compile): results/<gpu>-baseline.md
+baseline: setup
+	$(PYTHON) evaluate.py --tasks $(TASKS) $(if $(IDS),--ids $(IDS)) \
+		$(if $(GPU),--gpu $(GPU)) --out results/$(or $(GPU),cpu)-baseline --compile
+
+clean:
+	rm -rf build
+
+# ---- pattern rules: one native source -> one pybind11 module named k<stem>
+build/kernels/%.so: build/kernels/%.cu
+	$(NVCC) -O3 -arch=$(ARCH) -std=c++17 -shared -Xcompiler -fPIC $(PYBIND_INC) \
+		-DMODULE_NAME=k$* $< -o $@.tmp$$$$ && mv -f $@.tmp$$$$ $@
+
+build/kernels/%.so: build/kernels/%.cpp
+	$(CXX) -O3 -march=native -fopenmp -std=c++17 -shared -fPIC $(PYBIND_INC) \
+		-DMODULE_NAME=k$* $< -o $@.tmp$$$$ && mv -f $@.tmp$$$$ $@

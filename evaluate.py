@@ -1,0 +1,894 @@
+"""
+The judge: is a solution correct, and how much faster than the reference is it, really?
+
+    python evaluate.py --tasks kernelbench/level1 --solutions kernels/level1 --gpu h200 --out results/h200 --compile
+    python evaluate.py --tasks kernelbench --ids 1,19 --out results/cpu          # references only: baselines
+    python evaluate.py --tasks kernelbench/level1/19_ReLU.py --solutions my_relu.py --out /tmp/relu
+    python evaluate.py --cudal1-jsonl released.jsonl --gpu h200 --out results/cudal1-h200
+    (or `make eval GPU=h200 TASKS=kernelbench/level1 SOLUTIONS=kernels/level1`)
+
+One function, judge_many(), serves this CLI, stage 2 (train_sft.py) and the RL reward (train_rl.py).
+Every (task, solution) pair runs in its own worker process, forked from a server that has already
+imported torch (~0.4 s instead of ~4 s). Workers build and load in parallel (nvcc is CPU work),
+then take turns on the GPU: the parent hands out one "go" at a time, so no two solutions are ever
+timed together. A crash, hang, illegal address or OOM kills only its worker, and still yields a record.
+
+Correctness: `trials` fresh input sets (new contents, new addresses) made on the device from a
+seed, half before and half after timing; every timed call's output is checked too. The reference
+for checking runs in true fp32 (TF32 off); the strict rule is |out - ref| <= atol*rms(ref) + rtol*|ref|
+with atol = rtol = 1e-4 (KernelBench's looser absolute rule with 1e-2 via --tolerance kernelbench).
+Models stay in training mode, as KernelBench leaves them (BatchNorm uses batch statistics).
+
+Timing: every call is timed on the host clock with a full device synchronize before and after it,
+so work on side streams cannot escape the clock; the cost of one trivial launch + synchronize (the
+"floor", ~15 us) is measured in the same process and subtracted from every median. L2 is flushed and
+backend flags reset to PyTorch's defaults before each call; reference, solution and (--compile)
+torch.compile'd reference run in random order each round. speedup = reference median / solution median.
+"""
+
+import argparse
+import collections
+import ctypes
+import glob
+import hashlib
+import json
+import math
+import multiprocessing
+import multiprocessing.connection
+import os
+import random
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import traceback
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+STRICT = dict(tolerance="strict", atol=1e-4, rtol=1e-4)  # atol scaled by rms(ref)
+KERNELBENCH = dict(tolerance="kernelbench", atol=1e-2, rtol=1e-2)  # KernelBench / CUDA-L1 rule
+ARCHS = {"h100": "H100", "h200": "H200", "h20": "H20", "a100": "A100", "l40": "L40", "3090": "3090"}
+
+
+class JudgeError(Exception):
+    """Bad input: a missing folder, a task without Model, the wrong GPU... one clear line."""
+
+
+# -----------------------------------------------------------------------------
+# finding tasks and solutions
+
+def load_module(path, name):
+    """Import a Python file under a private name (never registered in sys.modules)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def task_key(path):
+    """'level1/19_ReLU.py': the level folder and the file name identify a task."""
+    return f"{os.path.basename(os.path.dirname(os.path.abspath(path)))}/{os.path.basename(path)}"
+
+
+def level_and_id(path):
+    """(level folder, task id) of a task or solution path, e.g. ('level1', 19) for 19_ReLU.v2.py."""
+    m = re.match(r"(\d+)_", os.path.basename(path))
+    level = next((p for p in reversed(os.path.abspath(path).split(os.sep)) if re.fullmatch(r"level\d+", p)), None)
+    return level, int(m.group(1)) if m else None
+
+
+def find_tasks(tasks, ids=None):
+    """Task files from a file, a level folder, or a root holding level folders; filtered by ids."""
+    if not os.path.exists(tasks):
+        raise JudgeError(f"no such task file or folder: {tasks}")
+    if os.path.isfile(tasks):
+        paths = [tasks]
+    else:
+        paths = sorted(glob.glob(os.path.join(tasks, "*.py")) + glob.glob(os.path.join(tasks, "level*", "*.py")))
+    paths = [p for p in paths if level_and_id(p)[1] is not None]
+    if ids:
+        paths = [p for p in paths if level_and_id(p)[1] in ids]
+    if not paths:
+        raise JudgeError(f"no task files (N_Name.py) found in {tasks}" + (f" with ids {sorted(ids)}" if ids else ""))
+    return sorted(paths, key=lambda p: level_and_id(p))
+
+
+def find_pairs(task_paths, solutions):
+    """Pair each solution file (a file or every .py under a folder) with its task by level and id."""
+    if not os.path.exists(solutions):
+        raise JudgeError(f"no such solution file or folder: {solutions}")
+    sols = [solutions] if os.path.isfile(solutions) else sorted(
+        glob.glob(os.path.join(solutions, "**", "*.py"), recursive=True))
+    by_id = {level_and_id(t): t for t in task_paths}
+    if len(task_paths) == 1 and len(sols) == 1:  # one task, one file: pair them whatever the names
+        return [(task_paths[0], sols[0])]
+    pairs = [(by_id[level_and_id(s)], s) for s in sols if level_and_id(s) in by_id]
+    if not pairs:
+        raise JudgeError(f"no solution in {solutions} matches a selected task (by level folder and id)")
+    return pairs
+
+
+def cudal1_pairs(jsonl, tasks_root):
+    """CUDA-L1's released format: one JSON object per line with level_id, task_id, ref_code, custom_code.
+    The task is ours (kernelbench/levelL/ID_*.py) where we have it, else the line's ref_code."""
+    if not os.path.isfile(jsonl):
+        raise JudgeError(f"no such JSONL file: {jsonl}")
+    ours = {level_and_id(t): t for t in find_tasks(tasks_root)} if os.path.isdir(tasks_root) else {}
+    base = os.path.join(ROOT, "build", "cudal1", os.path.splitext(os.path.basename(jsonl))[0])
+    pairs = []
+    for n, line in enumerate(open(jsonl), 1):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+            level, tid, ref, new = int(d["level_id"]), int(d["task_id"]), d["ref_code"], d["custom_code"]
+        except (ValueError, KeyError, TypeError) as e:
+            raise JudgeError(f"{jsonl}:{n}: not a CUDA-L1 record (level_id, task_id, ref_code, custom_code): {e}")
+        task = ours.get((f"level{level}", tid))
+        if task is None:
+            task = os.path.join(base, "tasks", f"level{level}", f"{tid}_task.py")
+            _write(task, ref)
+        sol = os.path.join(base, f"level{level}", f"{tid}_line{n}.py")
+        _write(sol, new)
+        pairs.append((task, sol))
+    if not pairs:
+        raise JudgeError(f"{jsonl} holds no records")
+    return pairs
+
+
+def _write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def solution_file(solution):
+    """A solution given as source text is written to build/solutions/<hash>.py; paths pass through."""
+    if solution is None or "\n" not in solution:  # a path never holds a newline; source always does
+        return solution
+    path = os.path.join(ROOT, "build", "solutions", hashlib.sha256(solution.encode()).hexdigest()[:16] + ".py")
+    if not os.path.exists(path):
+        _write(path + ".tmp", solution)
+        os.replace(path + ".tmp", path)
+    return path
+
+
+def needs_gpu(source):
+    """Does a solution call CUDA? (nvcc source, load_inline, tensors put on the GPU)."""
+    return bool(re.search(r"__global__|load_inline|load_kernel\([^)]*['\"]cuda|\.cuda\(|['\"]cuda['\"]", source))
+
+
+def gpu_info():
+    """(name, driver) of the first NVIDIA GPU, from nvidia-smi (never initialises CUDA here)."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30).stdout.strip().splitlines()
+        name, driver = [s.strip() for s in out[0].split(",")]
+        return name, driver
+    except (OSError, IndexError, ValueError, subprocess.SubprocessError):
+        return None, None
+
+
+def check_gpu(gpu, present):
+    """GPU=h100 names the results and promises which GPU they come from: refuse to lie."""
+    if gpu is None:
+        return
+    if gpu.lower() not in ARCHS:
+        raise JudgeError(f"unknown GPU={gpu}: use one of {', '.join(ARCHS)}")
+    if present is None:
+        raise JudgeError(f"GPU={gpu} given but no NVIDIA GPU found on this machine")
+    if ARCHS[gpu.lower()].lower() not in present.lower().split():
+        raise JudgeError(f"GPU={gpu} given but this machine has an {present}")
+
+
+# -----------------------------------------------------------------------------
+# the worker: one (task, solution) pair, in its own process
+
+class Cheat(Exception):
+    """A solution broke the rules of the game; the message says how."""
+
+    def __init__(self, kind, message):
+        super().__init__(message)
+        self.kind = kind
+
+
+class Incorrect(Exception):
+    pass
+
+
+def _capture_originals():
+    """Judge-side handles on the clock and synchronise, taken before any solution is imported."""
+    import torch
+    spaces = {"time": time, "torch": torch, "torch.cuda": torch.cuda, "torch.Tensor": torch.Tensor,
+              "torch.cuda.Event": torch.cuda.Event, "torch.cuda.Stream": torch.cuda.Stream,
+              "torch._C": torch._C, "torch.nn.Module": torch.nn.Module, "threading": threading}
+    ids = {(s, k): id(v) for s, ns in spaces.items() for k, v in vars(ns).items() if callable(v)}
+    return spaces, ids
+
+
+def _patched(originals):
+    """Names of judge-relevant callables a solution replaced (clocks, synchronize, tensor methods)."""
+    spaces, ids = originals
+    return [f"{s}.{k}" for (s, k), i in ids.items() if id(vars(spaces[s]).get(k)) != i]
+
+
+class Flags:
+    """PyTorch's backend flags as found at worker start; restored before every call, so a
+    solution cannot slow the reference (or speed itself) through global state."""
+
+    def __init__(self):
+        import torch
+        b = torch.backends
+        self.items = [(b.cuda.matmul, "allow_tf32"), (b.cudnn, "allow_tf32"), (b.cudnn, "benchmark"),
+                      (b.cudnn, "deterministic"), (b.cuda.matmul, "allow_fp16_reduced_precision_reduction"),
+                      (b.cuda.matmul, "allow_bf16_reduced_precision_reduction")]
+        self.saved = [getattr(o, a) for o, a in self.items]
+        self.precision = torch.get_float32_matmul_precision()
+
+    def reset(self, strict=False):
+        """Defaults; strict=True turns TF32 off everywhere (the reference used for checking)."""
+        import torch
+        for (o, a), v in zip(self.items, self.saved):
+            setattr(o, a, False if strict and a == "allow_tf32" else v)
+        torch.set_float32_matmul_precision("highest" if strict else self.precision)
+
+
+def _tensors(x):
+    if isinstance(x, (list, tuple)):
+        return [t for v in x for t in _tensors(v)]
+    return [x] if hasattr(x, "data_ptr") else []
+
+
+def _span(t):
+    s = t.untyped_storage()
+    return s.data_ptr(), s.data_ptr() + s.nbytes()
+
+
+def _compare(out, ref, tol):
+    """(ok, max abs err, max rel err) under tol; NaN in out where ref has none never passes."""
+    import torch
+    if not out.is_floating_point() and not out.is_complex():
+        same = bool(torch.equal(out, ref))
+        return same, 0.0 if same else float("inf"), 0.0 if same else float("inf")
+    o, r = out.double(), ref.double()
+    diff = (o - r).abs()
+    scale = r.pow(2).mean().sqrt().item() if tol["tolerance"] == "strict" and r.numel() else 1.0
+    bound = tol["atol"] * scale + tol["rtol"] * r.abs()
+    both_nan = o.isnan() & r.isnan()
+    ok = bool(((diff <= bound) | both_nan).all())
+    diff = torch.where(both_nan, torch.zeros_like(diff), diff)
+    mx = diff.max().item() if diff.numel() else 0.0
+    rel = (diff / r.abs().clamp_min(1e-12)).max().item() if diff.numel() else 0.0
+    return ok, (mx if mx == mx else float("inf")), (rel if rel == rel else float("inf"))
+
+
+class Worker:
+    """Everything one judged pair needs: the task, the models, the device and the checks."""
+
+    def __init__(self, task_path, sol_path, opts):
+        import torch
+        self.torch, self.opts = torch, opts
+        self.clock, self.sync = time.perf_counter, torch.cuda.synchronize  # ours, before any solution
+        self.device = torch.device(opts["device"])
+        self.cuda = self.device.type == "cuda"
+        self.tol = {k: opts[k] for k in ("tolerance", "atol", "rtol")}
+        self.flags = Flags()
+        self.task = load_module(task_path, "task_under_judgement")
+        for name in ("Model", "get_inputs", "get_init_inputs"):
+            if not hasattr(self.task, name):
+                raise JudgeError(f"task {task_path} defines no {name}")
+        init = self.task.get_init_inputs()
+        torch.manual_seed(opts["seed"])
+        self.ref = self.task.Model(*init).to(self.device)
+        self.compiled = torch.compile(self.ref) if opts["compile"] else None
+        if self.compiled is not None:  # compile now, while other workers still build: CPU work
+            self.compiled(*self.inputs(-1))
+        # What the solution must leave alone, snapshotted before it is imported.
+        self.originals = _capture_originals()
+        self.task_globals = self._task_globals()
+        self.threads = set(threading.enumerate())
+        self.new = None
+        if sol_path is not None:
+            sol = load_module(sol_path, "solution_under_judgement")  # may build native code
+            if not hasattr(sol, "ModelNew"):
+                raise JudgeError(f"solution {sol_path} defines no ModelNew")
+            torch.manual_seed(opts["seed"])
+            self.new = sol.ModelNew(*init).to(self.device)
+            ours, theirs = self.ref.state_dict(), self.new.state_dict()
+            same = {k: v for k, v in ours.items() if k in theirs and theirs[k].shape == v.shape}
+            self.new.load_state_dict(same, strict=False)
+        self.check_rules()
+
+    # ---- inputs and calls
+
+    def inputs(self, k):
+        """Input set k: fresh contents from seed+k, made on the device (new addresses each time)."""
+        torch = self.torch
+        torch.manual_seed(self.opts["seed"] * 100003 + 1000 + k)
+        with torch.device(self.device):
+            return self.task.get_inputs()
+
+    def clone(self, xs):
+        return [x.clone() if hasattr(x, "clone") else x for x in xs]
+
+    def call(self, model, xs, k, strict=False):
+        """One call: flags reset and RNG seeded, L2 flushed, device idle; returns (output, seconds)."""
+        torch = self.torch
+        self.flags.reset(strict)
+        torch.manual_seed(k)
+        if self.cuda:
+            self.flush.zero_()
+            self.sync()
+        t0 = self.clock()
+        out = model(*xs)
+        if self.cuda:
+            self.sync()
+        t1 = self.clock()
+        return out, t1 - t0
+
+    def reference(self, xs, k):
+        """The output solutions are checked against: true fp32 (TF32 off), no grad bookkeeping."""
+        with self.torch.no_grad():
+            out, _ = self.call(self.ref, self.clone(xs), k, strict=True)
+        return out
+
+    # ---- the rules
+
+    def _task_globals(self):
+        return {k: (v if isinstance(v, (int, float, str, tuple, bool)) else id(v))
+                for k, v in vars(self.task).items() if not k.startswith("__")}
+
+    def check_rules(self):
+        patched = _patched(self.originals)
+        if patched:
+            raise Cheat("patched", "replaced judge-relevant functions: " + ", ".join(patched[:5]))
+        if self._task_globals() != self.task_globals:
+            raise Cheat("changed_task", "changed the task module's sizes or functions")
+        extra = [t.name for t in threading.enumerate() if t not in self.threads and t.is_alive()]
+        if extra:
+            raise Cheat("threads", f"left threads running: {', '.join(extra[:3])}")
+
+    def check_output(self, out, xs, pristine, ref, snap, history):
+        """Every rule a solution's output must keep; raises Cheat or Incorrect."""
+        torch = self.torch
+        self.check_rules()
+        for x, p in zip(_tensors(xs), _tensors(pristine)):
+            if not torch.equal(x, p):
+                raise Cheat("input_mutation", "modified its inputs")
+        outs, refs = (list(out), list(ref)) if isinstance(ref, (tuple, list)) else ([out], [ref])
+        if isinstance(out, (tuple, list)) != isinstance(ref, (tuple, list)) or len(outs) != len(refs):
+            raise Incorrect(f"returned {type(out).__name__}, the reference a {type(ref).__name__}")
+        spans = [_span(t) for t in _tensors(xs)]
+        for o, r in zip(outs, refs):
+            if type(o) is not torch.Tensor:
+                raise Cheat("output_type", f"returned a {type(o).__module__}.{type(o).__name__}, not a torch.Tensor")
+            if o.shape != r.shape or o.dtype != r.dtype or o.device != r.device:
+                raise Incorrect(f"output {tuple(o.shape)} {o.dtype} on {o.device}, "
+                                f"expected {tuple(r.shape)} {r.dtype} on {r.device}")
+            lo, hi = _span(o)
+            if o.numel() and any(lo < b and a < hi for a, b in spans):
+                raise Cheat("aliasing", "output shares memory with an input")
+            if any(_span(p)[0] == lo and o.numel() for p in history):
+                raise Cheat("reused_output", "returned the same buffer as an earlier call")
+        for o, r, s in zip(outs, refs, snap):
+            ok, mx, rel = _compare(o, r, self.tol)
+            self.errors.append((mx, rel))
+            if not ok:
+                if any(_compare(o, old, self.tol)[0] for old in self.old_refs if old.shape == o.shape):
+                    raise Cheat("cached", "returned an earlier call's result for new inputs")
+                if _compare(s, r, self.tol)[0]:
+                    raise Cheat("output_changed", "output changed after the call returned (freed or reused memory)")
+                raise Incorrect(f"max abs err {mx:.3g}, max rel err {rel:.3g}")
+            if not _compare(s, r, self.tol)[0]:
+                raise Cheat("side_stream", "output not ready on the current stream when forward returned")
+
+    def checked_call(self, xs, k, ref, timed=True):
+        """Call the solution on a private copy of xs, check everything, return its seconds."""
+        torch = self.torch
+        pristine = self.clone(xs)
+        mine = self.clone(xs)
+        with torch.no_grad():
+            if timed:
+                out, dt = self.call(self.new, mine, k)
+                snap = [o.clone() if type(o) is torch.Tensor else o for o in _tensors(out)]
+            else:  # snapshot on the current stream *before* synchronising: catches side streams
+                self.flags.reset()
+                torch.manual_seed(k)
+                out, dt = self.new(*mine), 0.0
+                snap = [o.clone() if type(o) is torch.Tensor else o for o in _tensors(out)]
+                if self.cuda:
+                    self.sync()
+            # poison the allocator: memory freed under the output gets overwritten now
+            _ = [torch.full_like(o, float("nan")) if o.is_floating_point() else torch.empty_like(o)
+                 for o in _tensors(out) if type(o) is torch.Tensor]
+            if self.cuda:
+                self.sync()
+            self.check_output(out, mine, pristine, ref, snap, self.history)
+        for old, copy in zip(self.history, self.history_copies):
+            if not torch.equal(old, copy):
+                raise Cheat("reused_output", "an earlier output changed during a later call")
+        self.history, self.history_copies = _tensors(out), [t.clone() for t in _tensors(out)]
+        if not isinstance(ref, (tuple, list)) and ref.numel() < (1 << 24):  # small enough to keep
+            self.old_refs.append(ref)
+        return dt
+
+    # ---- the whole judgement
+
+    def run(self):
+        """Correctness trials, timed rounds, more trials; returns the record's measured fields."""
+        torch, opts = self.torch, self.opts
+        if self.cuda:
+            l2 = torch.cuda.get_device_properties(self.device).L2_cache_size
+            self.flush = torch.empty(max(2 * l2, 1 << 20), dtype=torch.uint8, device=self.device)
+        rec = {"flags": []}
+        self.history, self.history_copies, self.errors = [], [], []
+        self.old_refs = collections.deque(maxlen=8)  # recent reference outputs: spot stale caches
+        k = 0
+
+        # Degenerate references: constant output, stochastic output, or one a zero tensor passes.
+        x0, x1 = self.inputs(0), self.inputs(1)
+        r0, r0b, r1 = self.reference(x0, 1), self.reference(x0, 2), self.reference(x1, 1)
+        for a, b, c in zip(_tensors(r0), _tensors(r0b), _tensors(r1)):
+            if a.is_floating_point():
+                if a.isnan().any():
+                    rec["flags"].append("nan_ref")
+                if torch.equal(a, c):
+                    rec["flags"].append("constant")
+                elif not torch.equal(a, b):
+                    rec["flags"].append("stochastic")
+                if a.numel() and _compare(torch.zeros_like(a), a, self.tol)[0]:
+                    rec["flags"].append("zeros_pass")
+        rec["flags"] = sorted(set(rec["flags"]))
+
+        trials = opts["trials"]
+        if self.new is not None:
+            for k in range(trials - trials // 2):  # half the trials before timing...
+                xs = self.inputs(k)
+                self.checked_call(xs, k, self.reference(xs, k), timed=False)
+
+        # Timed rounds: reference, solution (and compiled reference) in random order each round.
+        who = ["ref"] + (["sol"] if self.new is not None else []) + (["compiled"] if self.compiled else [])
+        times = {w: [] for w in who}
+        rng, t_start, r = random.Random(opts["seed"]), time.time(), 0
+        while r < opts["warmup"] + opts["iters"]:
+            if r >= opts["warmup"] + opts["min_iters"] and time.time() - t_start > opts["time_budget"]:
+                break
+            k = 1000 + r
+            xs = self.inputs(k)
+            ref = self.reference(xs, k) if self.new is not None else None
+            for w in rng.sample(who, len(who)):
+                if w == "sol":
+                    dt = self.checked_call(xs, k, ref)
+                else:
+                    with torch.no_grad():
+                        dt = self.call(self.ref if w == "ref" else self.compiled, self.clone(xs), k)[1]
+                if r >= opts["warmup"]:
+                    times[w].append(dt)
+            r += 1
+
+        if self.new is not None:
+            for k in range(trials - trials // 2, trials):  # ...and half after: no honest-then-lazy
+                xs = self.inputs(2000 + k)
+                self.checked_call(xs, 2000 + k, self.reference(xs, 2000 + k), timed=False)
+            rec["max_abs_err"] = max(e[0] for e in self.errors)
+            rec["max_rel_err"] = max(e[1] for e in self.errors)
+
+        floor = self.floor() if self.cuda else 0.0
+        rec["floor_ms"] = floor * 1e3
+        for w, ts in times.items():
+            med = statistics.median(ts)
+            q = statistics.quantiles(ts, n=4) if len(ts) > 1 else [med, med, med]
+            name = {"ref": "ref", "sol": "sol", "compiled": "compile"}[w]
+            rec[f"{name}_ms"] = max(med - floor, 1e-6) * 1e3
+            rec[f"{name}_iqr_ms"] = (q[2] - q[0]) * 1e3
+            rec[f"{name}_raw_ms"] = med * 1e3
+        rec["rounds"] = len(times["ref"])
+        return rec
+
+    def floor(self):
+        """Median seconds of one trivial launch + synchronize: the clock's own cost per call."""
+        torch = self.torch
+        x = torch.zeros(1, device=self.device)
+        ts = []
+        for _ in range(50):
+            self.sync()
+            t0 = self.clock()
+            x.add_(1)
+            self.sync()
+            ts.append(self.clock() - t0)
+        return statistics.median(ts)
+
+
+def _worker_main(conn, task_path, sol_path, opts):
+    """Child process: build and load, say 'ready', wait for 'go', judge, send one record."""
+    os.setpgrp()  # so a timeout kills nvcc & co. with us
+    try:  # die with the server that forked us (if the judge is killed, nothing lingers)
+        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)
+    except OSError:
+        pass
+    log = os.path.join(ROOT, "build", "logs")
+    os.makedirs(log, exist_ok=True)
+    fd = os.open(os.path.join(log, f"worker-{os.getpid()}.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    phase, rec = "build", {}
+    try:
+        w = Worker(task_path, sol_path, opts)
+        conn.send(("ready", None))
+        conn.recv()
+        phase = "run"
+        rec = w.run()
+        rec["status"], rec["message"] = "ok", ""
+    except JudgeError as e:
+        rec.update(status="error", message=str(e))
+    except Cheat as e:
+        rec.update(status=f"cheat:{e.kind}", message=str(e))
+    except Incorrect as e:
+        rec.update(status="incorrect", message=str(e))
+    except Exception as e:
+        build = phase == "build" and (type(e).__name__ == "BuildError" or "Error building extension" in str(e))
+        rec.update(status="compile_error" if build else "runtime_error",
+                   message=f"{type(e).__name__}: {e}"[-4000:], traceback=traceback.format_exc()[-4000:])
+    try:
+        conn.send(("record", rec))
+    except (OSError, ValueError):
+        pass
+    conn.close()
+    os._exit(0)  # skip atexit/CUDA teardown of a possibly broken context
+
+
+# -----------------------------------------------------------------------------
+# the scheduler: many workers building at once, one at a time on the device
+
+DEFAULTS = dict(device=None, jobs=None, trials=6, warmup=3, iters=50, min_iters=10, time_budget=3.0,
+                compile=False, timeout=300, seed=0, **STRICT)
+_ctx = None
+
+
+def _context():
+    global _ctx
+    if _ctx is None:
+        # Forked children of a torch-importing server ran CPU ops ~50x slow with OpenMP's spinning
+        # waits (measured: 7 ms vs 0.15 ms for a small Linear on 2 cores); passive waits fix it.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        _ctx = multiprocessing.get_context("forkserver")
+        _ctx.set_forkserver_preload(["torch"])
+    return _ctx
+
+
+def default_device():
+    return "cuda" if gpu_info()[0] else "cpu"
+
+
+def environment(device):
+    import torch
+    name, driver = gpu_info() if device == "cuda" else (None, None)
+    try:
+        commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True).stdout.strip()
+        commit += "+dirty" if dirty else ""
+    except OSError:
+        commit = "unknown"
+    return dict(device=device, gpu=name or "cpu", driver=driver, torch=torch.__version__,
+                cuda=torch.version.cuda, commit=commit, python=sys.version.split()[0])
+
+
+def _key(task, sol):
+    """(task, solution) names a record: 'level1/19_ReLU.py', 'kernels/level1/19_ReLU.py' (or the hash file)."""
+    if sol is None:
+        return task_key(task), None
+    return task_key(task), os.path.relpath(os.path.abspath(sol), ROOT)
+
+
+def judge_many(pairs, out=None, progress=False, **kw):
+    """Judge (task_path, solution) pairs; solution = a path, ModelNew source text, or None (time
+    the reference alone). Records come back in pairs' order; with out=..., each is appended to
+    out.jsonl as it finishes, and pairs already there are not judged again (a killed run resumes)."""
+    opts = {**DEFAULTS, **{k: v for k, v in kw.items() if v is not None}}
+    opts["device"] = opts["device"] or default_device()
+    jobs = opts["jobs"] or max(1, min(8, (os.cpu_count() or 2) // 2))
+    files = [(t, solution_file(s)) for t, s in pairs]
+    keys = [_key(t, s) for t, s in files]
+    results = [None] * len(files)
+    done = {}
+    if out and os.path.exists(out + ".jsonl"):
+        for line in open(out + ".jsonl"):
+            try:
+                r = json.loads(line)
+                done[(r["task"], r["solution"])] = r
+            except (ValueError, KeyError):
+                pass  # a line cut short by a kill
+    todo = collections.deque()
+    for i, key in enumerate(keys):
+        if key in done:
+            results[i] = done[key]
+        else:
+            todo.append(i)
+    env = environment(opts["device"])
+    bar = None
+    if progress:
+        from tqdm import tqdm
+        bar = tqdm(total=len(todo), desc="judging", unit="sol", dynamic_ncols=True)
+    ctx, running, queue, gpu = _context(), {}, collections.deque(), None
+    counts = collections.Counter()
+
+    def finish(i, rec):
+        nonlocal gpu
+        w = running.pop(i)
+        task, sol = files[i]
+        rec = {"task": keys[i][0], "solution": keys[i][1], **rec}
+        if "speedup" not in rec and rec.get("status") == "ok" and "sol_ms" in rec:
+            rec["speedup"] = rec["ref_ms"] / rec["sol_ms"]
+            if "compile_ms" in rec:
+                rec["speedup_compile"] = rec["compile_ms"] / rec["sol_ms"]
+        rec["correct"] = rec.get("status") == "ok" and sol is not None
+        rec.setdefault("speedup", None)
+        rec.update(wall_s=round(time.time() - w["t0"], 2), tolerance=f"{opts['tolerance']} atol={opts['atol']:g} rtol={opts['rtol']:g}",
+                   env=env)
+        results[i] = rec
+        if out:
+            os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+            with open(out + ".jsonl", "a") as f:
+                f.write(json.dumps(rec) + "\n")
+        w["conn"].close()
+        _kill(w["proc"])  # the whole group: nvcc or compile workers left behind go too
+        w["proc"].join(5)
+        if gpu == i:
+            gpu = None
+        counts[rec["status"]] += 1
+        if bar:
+            bar.set_postfix_str(" ".join(f"{k}={v}" for k, v in counts.most_common(4)), refresh=False)
+            bar.update(1)
+
+    while todo or running:
+        while todo and len(running) < jobs:
+            i = todo.popleft()
+            task, sol = files[i]
+            if opts["device"] == "cpu" and sol is not None and needs_gpu(open(sol).read()):
+                running[i] = {"proc": _Done(), "conn": _Done(), "t0": time.time()}
+                finish(i, {"status": "skipped", "message": "CUDA solution: needs an NVIDIA GPU"})
+                continue
+            parent, child = ctx.Pipe()
+            p = ctx.Process(target=_worker_main, args=(child, task, sol, opts))  # not daemonic: may have children
+            p.start()
+            child.close()
+            running[i] = {"proc": p, "conn": parent, "phase": "build", "t0": time.time(),
+                          "deadline": time.time() + opts["timeout"]}
+        while gpu is None and queue:
+            gpu = queue.popleft()
+            if gpu not in running:  # died while waiting for its turn
+                gpu = None
+                continue
+            w = running[gpu]
+            w["phase"], w["deadline"] = "run", time.time() + opts["timeout"]
+            w["conn"].send("go")
+        waits = [w["deadline"] for w in running.values() if w.get("phase") in ("build", "run")]
+        wait_s = max(0.0, min(waits) - time.time()) if waits else None
+        objs = {}
+        for i, w in running.items():
+            if not w.get("eof"):
+                objs[w["conn"]] = i
+            objs[w["proc"].sentinel] = i
+        for obj in multiprocessing.connection.wait(list(objs), timeout=wait_s):
+            i = objs[obj]
+            if i not in running:
+                continue
+            w = running[i]
+            if obj is w["conn"]:
+                try:
+                    kind, payload = w["conn"].recv()
+                except (EOFError, OSError):
+                    w["eof"] = True  # the sentinel reports the death
+                    continue
+                if kind == "ready":
+                    w["phase"] = "queued"
+                    queue.append(i)
+                else:
+                    finish(i, payload)
+            else:
+                w["proc"].join(1)
+                try:  # its record may still be in the pipe
+                    while not w.get("eof") and w["conn"].poll():
+                        kind, payload = w["conn"].recv()
+                        if kind == "record":
+                            finish(i, payload)
+                            break
+                except (EOFError, OSError):
+                    pass
+                if i not in running:
+                    continue
+                code = w["proc"].exitcode
+                how = f"killed by signal {-code} ({signal.Signals(-code).name})" if code and code < 0 \
+                    else f"exited with code {code}"
+                finish(i, {"status": "runtime_error", "message": f"worker {how} during {w['phase']}"})
+        now = time.time()
+        for i, w in list(running.items()):
+            if w.get("phase") in ("build", "run") and now > w["deadline"]:
+                _kill(w["proc"])
+                finish(i, {"status": "timeout", "message": f"no result within {opts['timeout']} s ({w['phase']})"})
+    if bar:
+        bar.close()
+    return results
+
+
+class _Done:
+    """Stand-in process/pipe for pairs settled without a worker."""
+
+    def close(self):
+        pass
+
+    def join(self, *a):
+        pass
+
+
+def _kill(proc):
+    """SIGKILL the worker's whole process group (it ignores SIGTERM if it likes; nvcc goes too)."""
+    if getattr(proc, "pid", None) is None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        try:
+            proc.kill()
+        except (ProcessLookupError, AttributeError):
+            pass
+
+
+def judge(task, solution, **kw):
+    """One pair: judge_many([(task, solution)], **kw)[0]."""
+    return judge_many([(task, solution)], **kw)[0]
+
+
+# -----------------------------------------------------------------------------
+# the report: a Markdown table and a JSON file beside the JSONL
+
+def summarize(records):
+    """Per task the best correct solution; KernelBench's fast_p counts correct AND speedup > p.
+    Mean/median/geomean count a task with no correct solution as 1.0x (CUDA-L1's convention)."""
+    best = {}
+    for r in records:
+        if r.get("solution") is None:
+            continue
+        s = r["speedup"] if r.get("correct") else None
+        b = best.setdefault(r["task"], {"speedup": None, "speedup_compile": None})
+        if s is not None and (b["speedup"] is None or s > b["speedup"]):
+            best[r["task"]] = {"speedup": s, "speedup_compile": r.get("speedup_compile")}
+    if not best:
+        return None
+    out = {"tasks": len(best), "correct": sum(b["speedup"] is not None for b in best.values())}
+    for name in ("speedup", "speedup_compile"):
+        xs = [b[name] if b[name] is not None else 1.0 for b in best.values()]
+        out[name] = dict(mean=statistics.mean(xs), median=statistics.median(xs),
+                         geomean=math.exp(statistics.mean(math.log(x) for x in xs)),
+                         fast_1=sum(b[name] is not None and b[name] > 1.0 for b in best.values()) / len(xs),
+                         fast_1_5=sum(b[name] is not None and b[name] > 1.5 for b in best.values()) / len(xs))
+    return out
+
+
+def _f(x, fmt="{:.3f}"):
+    return "" if x is None else fmt.format(x)
+
+
+def write_report(out, records, command):
+    """out.md and out.json from the records (all of out.jsonl, so a resumed run reports everything)."""
+    env = records[0]["env"] if records else {}
+    summary = summarize(records)
+    lines = [f"# cudal1 judge: {env.get('gpu', '?')}", "",
+             f"- command: `{command}`",
+             f"- commit {env.get('commit')}, GPU {env.get('gpu')}, driver {env.get('driver')}, "
+             f"torch {env.get('torch')} (CUDA {env.get('cuda')}), python {env.get('python')}",
+             f"- tolerance: {records[0]['tolerance'] if records else ''} (strict: atol scaled by rms(ref); "
+             "reference for checking in fp32 with TF32 off)",
+             "- timing: host clock around each call with a full device synchronize, minus the floor of one "
+             "trivial launch + synchronize; fresh inputs and an L2 flush before every call; eager reference "
+             "timed with PyTorch's default flags; models in training mode (as KernelBench)",
+             f"- records: {len(records)}; judge wall time {sum(r.get('wall_s', 0) for r in records):.0f} s "
+             f"(sum over workers; builds overlap)", ""]
+    if summary:
+        s, c = summary["speedup"], summary["speedup_compile"]
+        lines += [f"**Correct {summary['correct']}/{summary['tasks']} tasks.** Best correct solution per task; "
+                  "a task without one counts as 1.0x.", "",
+                  "| vs | mean | median | geomean | fast_1 | fast_1.5 |", "|---|---|---|---|---|---|",
+                  f"| eager | {s['mean']:.2f}x | {s['median']:.2f}x | {s['geomean']:.2f}x | {s['fast_1']:.0%} | {s['fast_1_5']:.0%} |"]
+        if any(r.get("speedup_compile") for r in records):
+            lines.append(f"| torch.compile | {c['mean']:.2f}x | {c['median']:.2f}x | {c['geomean']:.2f}x | "
+                         f"{c['fast_1']:.0%} | {c['fast_1_5']:.0%} |")
+        lines += ["", "| task | solution | status | max rel err | ref ms | sol ms | speedup | vs compile | flags |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for r in records:
+            lines.append(f"| {r['task']} | {os.path.basename(r['solution'] or '')} | {r['status']} | "
+                         f"{_f(r.get('max_rel_err'), '{:.1e}')} | {_f(r.get('ref_ms'), '{:.4f}')} | "
+                         f"{_f(r.get('sol_ms'), '{:.4f}')} | {_f(r.get('speedup'), '{:.2f}x')} | "
+                         f"{_f(r.get('speedup_compile'), '{:.2f}x')} | {' '.join(r.get('flags', []))} |")
+    else:
+        lines += ["| task | status | eager ms | eager IQR ms | compile ms | compile IQR ms | eager/compile | flags |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for r in records:
+            ratio = r["ref_ms"] / r["compile_ms"] if r.get("compile_ms") else None
+            lines.append(f"| {r['task']} | {r['status']} | {_f(r.get('ref_ms'), '{:.4f}')} | "
+                         f"{_f(r.get('ref_iqr_ms'), '{:.4f}')} | {_f(r.get('compile_ms'), '{:.4f}')} | "
+                         f"{_f(r.get('compile_iqr_ms'), '{:.4f}')} | {_f(ratio, '{:.2f}x')} | "
+                         f"{' '.join(r.get('flags', []))} {r.get('message', '')[:80]} |")
+    failed = [r for r in records if r["status"] not in ("ok", "skipped")]
+    if failed:
+        lines += ["", "## Failures", ""] + [f"- {r['task']} {r['solution'] or ''}: {r['status']}: "
+                                            f"{r.get('message', '')[:300]}" for r in failed]
+    with open(out + ".md", "w") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(out + ".json", "w") as f:
+        json.dump({"command": command, "env": env, "summary": summary, "records": records}, f, indent=1)
+
+
+# -----------------------------------------------------------------------------
+# CLI
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description="judge KernelBench solutions: correctness, speed, cheats")
+    # ---- what to judge
+    p.add_argument("--tasks", default="kernelbench", help="a task file, a level folder, or a root of level folders")
+    p.add_argument("--ids", default="", help="comma-separated task ids to keep (empty: all)")
+    p.add_argument("--solutions", default="", help="a solution file or folder (empty: time the references alone)")
+    p.add_argument("--cudal1-jsonl", default="", help="CUDA-L1's released JSONL (level_id, task_id, ref_code, custom_code)")
+    p.add_argument("--out", default="", help="results path without extension: writes .jsonl, .md, .json")
+    # ---- where
+    p.add_argument("--gpu", default=None, help="h100|h200|h20|a100|l40|3090: checked against the GPU present")
+    p.add_argument("--device", default=None, help="cuda or cpu (default: cuda if an NVIDIA GPU is present)")
+    p.add_argument("--jobs", type=int, default=None, help="workers building at once (default: cores/2, at most 8)")
+    # ---- how
+    p.add_argument("--compile", action="store_true", help="also time torch.compile (default mode) of the reference")
+    p.add_argument("--tolerance", default="strict", choices=["strict", "kernelbench"],
+                   help="strict: 1e-4 with atol scaled by rms(ref); kernelbench: 1e-2 absolute (CUDA-L1's)")
+    p.add_argument("--atol", type=float, default=None, help="override the mode's atol")
+    p.add_argument("--rtol", type=float, default=None, help="override the mode's rtol")
+    p.add_argument("--trials", type=int, default=DEFAULTS["trials"], help="untimed correctness trials (half before, half after timing)")
+    p.add_argument("--iters", type=int, default=DEFAULTS["iters"], help="timed rounds at most")
+    p.add_argument("--time-budget", type=float, default=DEFAULTS["time_budget"], help="seconds of timed rounds per pair (at least 10 rounds)")
+    p.add_argument("--timeout", type=float, default=DEFAULTS["timeout"], help="seconds for each of build and run, per pair")
+    p.add_argument("--seed", type=int, default=0)
+    a = p.parse_args(argv)
+    try:
+        ids = {int(x) for x in a.ids.split(",") if x.strip()} if a.ids else None
+        name, _ = gpu_info()
+        check_gpu(a.gpu, name)
+        device = a.device or ("cuda" if name else "cpu")
+        if a.cudal1_jsonl:
+            pairs = cudal1_pairs(a.cudal1_jsonl, a.tasks)
+        else:
+            tasks = find_tasks(a.tasks, ids)
+            pairs = find_pairs(tasks, a.solutions) if a.solutions else [(t, None) for t in tasks]
+        for _, s in pairs:  # a lone CUDA solution on a CPU machine is a user error, not a record
+            if len(pairs) == 1 and s and device == "cpu" and needs_gpu(open(s).read()):
+                raise JudgeError(f"{s} is a CUDA solution and this machine has no NVIDIA GPU")
+    except JudgeError as e:
+        print(f"evaluate.py: {e}", file=sys.stderr)
+        return 2
+    tol = {**(STRICT if a.tolerance == "strict" else KERNELBENCH)}
+    tol.update({k: v for k, v in (("atol", a.atol), ("rtol", a.rtol)) if v is not None})
+    out = a.out or os.path.join(ROOT, "build", "eval")
+    command = "python evaluate.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    records = judge_many(pairs, out=out, progress=True, device=device, jobs=a.jobs, trials=a.trials,
+                         iters=a.iters, time_budget=a.time_budget, compile=a.compile, timeout=a.timeout,
+                         seed=a.seed, **tol)
+    errors = [r for r in records if r["status"] == "error"]
+    if errors and len(errors) == len(records):
+        print(f"evaluate.py: {errors[0]['message']}", file=sys.stderr)
+        return 2
+    allrec = [json.loads(line) for line in open(out + ".jsonl") if line.strip().endswith("}")]
+    keys = {(r["task"], r["solution"]) for r in records}
+    write_report(out, [r for r in allrec if (r["task"], r["solution"]) in keys], command)
+    s = summarize(records)
+    print(f"{len(records)} records -> {out}.md" + (f"; correct {s['correct']}/{s['tasks']}, "
+          f"geomean {s['speedup']['geomean']:.2f}x" if s else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

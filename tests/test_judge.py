@@ -1,0 +1,359 @@
+"""The judge against solutions that must pass and cheats that must fail (CPU; GPU ones marked).
+
+Every cheat here is written for one rule; all pairs go through one judge_many call so the suite
+pays for one pool of workers, not one per test.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+import torch
+
+import evaluate
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FAST = dict(device="cpu", trials=4, warmup=1, iters=6, min_iters=3, time_budget=0.5, timeout=60, jobs=2)
+
+TASK = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    """relu(x @ W^T + b) * 2: has parameters, so state copying is exercised."""
+    def __init__(self, n):
+        super().__init__()
+        self.lin = nn.Linear(n, n)
+
+    def forward(self, x):
+        return torch.relu(self.lin(x)) * 2.0
+
+N = 64
+def get_inputs():
+    return [torch.randn(32, N)]
+def get_init_inputs():
+    return [N]
+'''
+
+COPY_TASK = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 1.0
+
+def get_inputs():
+    return [torch.randn(16, 16)]
+def get_init_inputs():
+    return []
+'''
+
+HEAD = "import torch\nimport torch.nn as nn\n\nclass ModelNew(nn.Module):\n"
+INIT = "    def __init__(self, n):\n        super().__init__()\n        self.lin = nn.Linear(n, n)\n"
+
+
+def sol(body, init=INIT, head=""):
+    return head + HEAD + init + textwrap.indent(textwrap.dedent(body), "    ")
+
+
+HONEST = sol("def forward(self, x):\n    return torch.relu(self.lin(x)) * 2.0\n")
+CPP = r'''
+#include <pybind11/pybind11.h>
+#include <cstdint>
+// y[i] = max(v[i], 0) * 2 over n floats, split across OpenMP threads
+void relu2(uintptr_t v, uintptr_t y, int64_t n) {
+    const float* a = reinterpret_cast<const float*>(v);
+    float* b = reinterpret_cast<float*>(y);
+    #pragma omp parallel for
+    for (int64_t i = 0; i < n; ++i) b[i] = a[i] > 0.f ? a[i] * 2.f : 0.f;
+}
+PYBIND11_MODULE(MODULE_NAME, m) { m.def("relu2", &relu2); }
+'''
+
+CASES = {  # name -> (solution source, expected status)
+    "honest": (HONEST, "ok"),
+    "cpp": (f"import cudal1\nlib = cudal1.load_kernel({CPP!r}, 'cpp')\n" + sol("""
+        def forward(self, x):
+            v = self.lin(x).contiguous()
+            y = torch.empty_like(v)
+            lib.relu2(v.data_ptr(), y.data_ptr(), v.numel())
+            return y
+        """), "ok"),
+    "wrong": (sol("def forward(self, x):\n    return torch.relu(self.lin(x)) * 2.001\n"), "incorrect"),
+    "bf16": (sol("def forward(self, x):\n    return (torch.relu(self.lin(x.bfloat16().float())) * 2.0)\n"),
+             "incorrect"),
+    "shape": (sol("def forward(self, x):\n    return torch.relu(self.lin(x[:16])) * 2.0\n"), "incorrect"),
+    "subclass": (sol("""
+        def forward(self, x):
+            class Lazy(torch.Tensor):
+                pass
+            return (torch.relu(self.lin(x)) * 2.0).as_subclass(Lazy)
+        """), "cheat:output_type"),
+    "mutate": (sol("def forward(self, x):\n    x.mul_(1.0001)\n    return torch.relu(self.lin(x / 1.0001)) * 2.0\n"),
+               "cheat:input_mutation"),
+    "reuse": (sol("""
+        def forward(self, x):
+            if not hasattr(self, 'buf'):
+                self.buf = torch.empty(x.shape[0], self.lin.out_features)
+            torch.mul(torch.relu(self.lin(x)), 2.0, out=self.buf)
+            return self.buf
+        """), "cheat:reused_output"),
+    "cache_by_shape": (sol("""
+        def forward(self, x):
+            if not hasattr(self, 'memo'):
+                self.memo = torch.relu(self.lin(x)) * 2.0
+            return self.memo.clone()
+        """), "cheat:cached"),
+    "patch_clock": (sol("def forward(self, x):\n    return torch.relu(self.lin(x)) * 2.0\n",
+                        head="import time\ntime.perf_counter = lambda: 0.0\n"), "cheat:patched"),
+    "patch_sync": (sol("def forward(self, x):\n    torch.cuda.synchronize = lambda *a: None\n"
+                       "    return torch.relu(self.lin(x)) * 2.0\n"), "cheat:patched"),
+    "thread": (sol("""
+        def forward(self, x):
+            import threading, time
+            out = torch.empty(x.shape[0], self.lin.out_features)
+            def work():
+                time.sleep(0.3)
+                out.copy_(torch.relu(self.lin(x)) * 2.0)
+            threading.Thread(target=work, daemon=True).start()
+            return out
+        """), "cheat:threads"),
+    "shrink_task": (sol("""
+        def forward(self, x):
+            import gc, types
+            for m in gc.get_objects():
+                if isinstance(m, types.ModuleType) and hasattr(m, 'get_inputs') and hasattr(m, 'Model'):
+                    m.N = 8
+            return torch.relu(self.lin(x)) * 2.0
+        """), "cheat:changed_task"),
+    "honest_then_lazy": (sol("""
+        def forward(self, x):
+            self.calls = getattr(self, 'calls', 0) + 1
+            if self.calls > 6:
+                return torch.zeros(x.shape[0], self.lin.out_features)
+            return torch.relu(self.lin(x)) * 2.0
+        """), "incorrect"),
+    "no_modelnew": ("import torch\nclass Model(torch.nn.Module):\n    pass\n", "error"),
+    "build_error": ("import cudal1\nlib = cudal1.load_kernel('int main( { MODULE_NAME', 'cpp')\n" + HONEST,
+                    "compile_error"),
+    "raises": (sol("def forward(self, x):\n    raise ValueError('boom')\n"), "runtime_error"),
+    "exit": (sol("def forward(self, x):\n    import os\n    os._exit(3)\n"), "runtime_error"),
+    "segfault": (sol("def forward(self, x):\n    import ctypes\n    ctypes.string_at(0)\n"), "runtime_error"),
+    "hang": (sol("""
+        def forward(self, x):
+            import signal
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            while True:
+                pass
+        """), "timeout"),
+}
+
+
+@pytest.fixture(scope="module")
+def tasks(tmp_path_factory):
+    d = tmp_path_factory.mktemp("tasks") / "level1"
+    d.mkdir()
+    (d / "1_Affine.py").write_text(TASK)
+    (d / "2_Copy.py").write_text(COPY_TASK)
+    return d
+
+
+@pytest.fixture(scope="module")
+def records(tasks, tmp_path_factory):
+    """Judge every case at once (hang gets a short timeout of its own, below)."""
+    counter = tmp_path_factory.mktemp("hits") / "hits.txt"
+    cases = dict(CASES)
+    del cases["hang"]
+    cases["content_cache"] = (sol(f"""
+        def forward(self, x):
+            key = hash(x[0, :8].numpy().tobytes())
+            memo = self.__dict__.setdefault('memo', {{}})
+            if key in memo:
+                open({str(counter)!r}, 'a').write('hit\\n')
+                return memo[key].clone()
+            memo[key] = torch.relu(self.lin(x)) * 2.0
+            return memo[key].clone()
+        """), "ok")
+    cases["alias"] = ("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x\n",
+                      "cheat:aliasing")
+    pairs = [(str(tasks / ("2_Copy.py" if n == "alias" else "1_Affine.py")), src) for n, (src, _) in cases.items()]
+    recs = evaluate.judge_many(pairs, **FAST)
+    return {n: r for n, r in zip(cases, recs)}, counter
+
+
+@pytest.mark.parametrize("name", [n for n in CASES if n != "hang"] + ["content_cache", "alias"])
+def test_case(records, name):
+    recs, _ = records
+    expected = CASES[name][1] if name in CASES else {"content_cache": "ok", "alias": "cheat:aliasing"}[name]
+    r = recs[name]
+    assert r["status"] == expected, (r["status"], r["message"])
+    assert r["correct"] == (expected == "ok")
+    if expected == "ok":
+        assert r["speedup"] > 0 and r["ref_ms"] > 0 and r["sol_ms"] > 0 and r["max_abs_err"] < 1e-3
+
+
+def test_content_cache_never_hits(records):
+    """Fresh inputs for every call: a solution caching by content never sees the same input twice."""
+    _, counter = records
+    assert not counter.exists() or counter.read_text() == ""
+
+
+def test_build_error_carries_compiler_message(records):
+    assert "error" in records[0]["build_error"]["message"].lower()
+
+
+def test_crash_messages(records):
+    recs, _ = records
+    assert "code 3" in recs["exit"]["message"]
+    assert "SIGSEGV" in recs["segfault"]["message"]
+
+
+def test_hang_times_out_and_run_continues(tasks):
+    t0 = time.time()
+    recs = evaluate.judge_many([(str(tasks / "1_Affine.py"), CASES["hang"][0]),
+                                (str(tasks / "1_Affine.py"), HONEST)], **{**FAST, "timeout": 4})
+    assert [r["status"] for r in recs] == ["timeout", "ok"]
+    assert time.time() - t0 < 40
+
+
+def test_flags_constant_and_zero_reference(tmp_path):
+    d = tmp_path / "level2"
+    d.mkdir()
+    (d / "80_Zero.py").write_text(COPY_TASK.replace("return x * 1.0", "return (x - x).amax(1, keepdim=True) * 0"))
+    r = evaluate.judge(str(d / "80_Zero.py"), None, **FAST)
+    assert r["status"] == "ok" and r["solution"] is None
+    assert "constant" in r["flags"] and "zeros_pass" in r["flags"]
+
+
+def test_tolerance_rule():
+    strict = dict(evaluate.STRICT)
+    ref = torch.randn(1000, dtype=torch.float64).float()
+    assert evaluate._compare(ref * (1 + 1e-6), ref, strict)[0]
+    assert not evaluate._compare(ref * (1 + 1e-3), ref, strict)[0]  # tf32-level error fails
+    assert evaluate._compare(ref * (1 + 1e-3), ref, evaluate.KERNELBENCH)[0]
+    nan = ref.clone()
+    nan[3] = float("nan")
+    assert not evaluate._compare(nan, ref, strict)[0]
+    assert not evaluate._compare(torch.zeros(10), torch.full((10,), 1e-5), strict)[0]  # scaled atol
+
+
+def run_cli(*args, **kw):
+    return subprocess.run([sys.executable, os.path.join(ROOT, "evaluate.py"), *args],
+                          capture_output=True, text=True, cwd=ROOT, **kw)
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--tasks", "/no/such/folder"], "no such task file or folder"),
+    (["--tasks", "kernelbench", "--solutions", "/no/such/sol.py"], "no such solution"),
+    (["--tasks", "kernelbench", "--gpu", "v100"], "unknown GPU"),
+])
+def test_cli_bad_input_one_line(args, says):
+    p = run_cli(*args)
+    assert p.returncode == 2
+    assert says in p.stderr and len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+
+
+def test_wrong_gpu_named():
+    with pytest.raises(evaluate.JudgeError, match="has an NVIDIA H200"):
+        evaluate.check_gpu("h100", "NVIDIA H200")
+    with pytest.raises(evaluate.JudgeError, match="no NVIDIA GPU"):
+        evaluate.check_gpu("h200", None)
+    evaluate.check_gpu("h200", "NVIDIA H200")
+
+
+def test_cli_task_without_model_and_cuda_without_gpu(tasks, tmp_path):
+    bad = tmp_path / "level1"
+    bad.mkdir()
+    (bad / "5_Bad.py").write_text("import torch\ndef get_inputs():\n    return []\n")
+    (tmp_path / "s.py").write_text(HONEST)
+    p = run_cli("--tasks", str(bad / "5_Bad.py"), "--solutions", str(tmp_path / "s.py"), "--out", str(tmp_path / "r"),
+                "--device", "cpu")
+    assert p.returncode == 2 and "defines no Model" in p.stderr and "Traceback" not in p.stderr
+    (tmp_path / "c.py").write_text("import cudal1\nlib = cudal1.load_kernel('__global__ void k(){}', 'cuda')\n" + HONEST)
+    p = run_cli("--tasks", str(tasks / "1_Affine.py"), "--solutions", str(tmp_path / "c.py"), "--device", "cpu")
+    assert p.returncode == 2 and "needs" not in p.stderr and "no NVIDIA GPU" in p.stderr
+
+
+def test_killed_run_resumes(tasks, tmp_path):
+    """Kill the judge mid-run; the rerun keeps finished records and judges only the rest."""
+    sols = tmp_path / "sols" / "level1"
+    sols.mkdir(parents=True)
+    (sols / "1_Affine.py").write_text(HONEST)
+    (sols / "1_Affine.v2.py").write_text(CASES["hang"][0])
+    out = tmp_path / "res"
+    args = ["--tasks", str(tasks.parent), "--solutions", str(sols), "--out", str(out), "--device", "cpu",
+            "--jobs", "1", "--iters", "4", "--trials", "2"]
+    p = subprocess.Popen([sys.executable, "evaluate.py", *args, "--timeout", "120"], cwd=ROOT,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    jsonl = tmp_path / "res.jsonl"
+    deadline = time.time() + 60
+    while time.time() < deadline and not (jsonl.exists() and jsonl.read_text().count("\n") >= 1):
+        time.sleep(0.2)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    first = jsonl.read_text().splitlines()
+    assert len(first) == 1 and json.loads(first[0])["status"] == "ok"
+    q = run_cli(*args, "--timeout", "3")
+    assert q.returncode == 0, q.stderr
+    lines = [json.loads(x) for x in jsonl.read_text().splitlines()]
+    assert len(lines) == 2 and lines[0] == json.loads(first[0])
+    assert sorted(r["status"] for r in lines) == ["ok", "timeout"]
+    assert "| ok |" in (tmp_path / "res.md").read_text()
+
+
+def test_cudal1_jsonl_input(tasks, tmp_path):
+    """CUDA-L1's released format: level_id, task_id, ref_code, custom_code per line."""
+    f = tmp_path / "released.jsonl"
+    f.write_text(json.dumps({"level_id": 1, "task_id": 1, "ref_code": TASK, "custom_code": HONEST}) + "\n")
+    pairs = evaluate.cudal1_pairs(str(f), str(tmp_path / "none"))
+    assert len(pairs) == 1
+    r = evaluate.judge_many(pairs, **FAST)[0]
+    assert r["status"] == "ok", r["message"]
+
+
+# ---- GPU only: side streams, illegal addresses, memory changing after return
+
+SIDE = sol("""
+    def forward(self, x):
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            torch.cuda._sleep(20_000_000)      # ~10 ms of spinning before the real work
+            y = torch.relu(self.lin(x)) * 2.0
+        return y
+    """)
+ILLEGAL = r'''
+#include <pybind11/pybind11.h>
+__global__ void bad(float* p) { p[threadIdx.x] = 1.f; }
+void run() { bad<<<1, 32>>>(nullptr); cudaDeviceSynchronize(); }
+PYBIND11_MODULE(MODULE_NAME, m) { m.def("run", &run); }
+'''
+LATE_WRITE = sol("""
+    def forward(self, x):
+        y = torch.relu(self.lin(x)) * 2.0
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            torch.cuda._sleep(20_000_000)
+            y.fill_(float('nan'))            # scribbles on the output after forward returned
+        return y
+    """)
+
+
+@pytest.mark.gpu
+def test_gpu_cheats(tasks):
+    gpu = dict(FAST, device="cuda")
+    pairs = [(str(tasks / "1_Affine.py"), s) for s in
+             (SIDE, f"import cudal1\nlib = cudal1.load_kernel({ILLEGAL!r}, 'cuda')\n" +
+              sol("def forward(self, x):\n    lib.run()\n    return x\n"), LATE_WRITE, HONEST)]
+    recs = evaluate.judge_many(pairs, **gpu)
+    print([(r["status"], r["message"][:100]) for r in recs])
+    assert recs[0]["status"] == "cheat:side_stream"
+    assert recs[1]["status"] == "runtime_error"
+    assert recs[2]["status"] in ("cheat:output_changed", "cheat:side_stream", "incorrect")
+    assert recs[3]["status"] == "ok"
