@@ -1,0 +1,32 @@
+"""GroupNorm of a (batch_size, features, dim1, dim2) input: 8 groups of 8 contiguous channels.
+
+Each (sample, group) is normalised over its channels and H, W (8 * 256 * 256 elements), then
+scaled and shifted per channel. Not mode dependent.
+"""
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, num_features: int, num_groups: int):
+        super().__init__()
+        self.gn = nn.GroupNorm(num_groups=num_groups, num_channels=num_features)  # eps=1e-5
+
+    def forward(self, x):
+        return self.gn(x)
+
+
+batch_size = 16
+features = 64
+num_groups = 8
+dim1 = 256
+dim2 = 256
+
+
+def get_inputs():
+    x = torch.randn(batch_size, features, dim1, dim2)
+    return [x]
+
+
+def get_init_inputs():
+    return [features, num_groups]

@@ -1,0 +1,25 @@
+"""Matrix times scalar: A * s with A (M, N) and s the plain Python float 3.14 (not a tensor)."""
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, A, s):
+        return A * s
+
+
+M = 16384
+N = 4096
+
+
+def get_inputs():
+    A = torch.randn(M, N)
+    s = 3.14
+    return [A, s]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,33 @@
+"""3-D convolution, (3, 5, 7) kernel, no bias: (16, 3, 16, 256, 256) -> (16, 64, 14, 252, 250)."""
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: tuple,
+                 stride: tuple = (1, 1, 1), padding: tuple = (0, 0, 0), dilation: tuple = (1, 1, 1),
+                 groups: int = 1, bias: bool = False):
+        super().__init__()
+        self.conv3d = nn.Conv3d(in_channels, out_channels, kernel_size, stride=stride,
+                                padding=padding, dilation=dilation, groups=groups, bias=bias)
+
+    def forward(self, x):
+        return self.conv3d(x)
+
+
+batch_size = 16
+in_channels = 3
+out_channels = 64
+kernel_size = (3, 5, 7)
+depth = 16
+height = 256
+width = 256
+
+
+def get_inputs():
+    x = torch.randn(batch_size, in_channels, depth, height, width)
+    return [x]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size]

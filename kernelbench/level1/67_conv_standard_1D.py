@@ -1,0 +1,30 @@
+"""1-D convolution, kernel 3, no bias: (16, 3, 512) -> (16, 64, 510)."""
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1,
+                 padding: int = 0, dilation: int = 1, groups: int = 1, bias: bool = False):
+        super().__init__()
+        self.conv1d = nn.Conv1d(in_channels, out_channels, kernel_size, stride=stride,
+                                padding=padding, dilation=dilation, groups=groups, bias=bias)
+
+    def forward(self, x):
+        return self.conv1d(x)
+
+
+batch_size = 16
+in_channels = 3
+out_channels = 64
+kernel_size = 3
+length = 512
+
+
+def get_inputs():
+    x = torch.randn(batch_size, in_channels, length)
+    return [x]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size]

@@ -1,0 +1,34 @@
+"""2-D transposed convolution, (3, 5) kernel, no bias: (16, 32, 16, 32) -> (16, 64, 18, 36)."""
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: tuple,
+                 stride: tuple = (1, 1), padding: tuple = (0, 0), output_padding: tuple = (0, 0),
+                 dilation: tuple = (1, 1), groups: int = 1, bias: bool = False):
+        super().__init__()
+        self.conv_transpose2d = nn.ConvTranspose2d(in_channels, out_channels, kernel_size,
+                                                   stride=stride, padding=padding,
+                                                   output_padding=output_padding, dilation=dilation,
+                                                   groups=groups, bias=bias)
+
+    def forward(self, x):
+        return self.conv_transpose2d(x)
+
+
+batch_size = 16
+in_channels = 32
+out_channels = 64
+kernel_size = (3, 5)
+height_in = 16
+width_in = 32
+
+
+def get_inputs():
+    x = torch.randn(batch_size, in_channels, height_in, width_in)
+    return [x]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size]

@@ -1,0 +1,38 @@
+"""Conv2d, subtract a constant, HardSwish, MaxPool2d, Mish: (batch, 3, 32, 32) -> (batch, 16, 15, 15)."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self, in_channels, out_channels, kernel_size, subtract_value, pool_kernel_size):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size)
+        self.subtract_value = subtract_value
+        self.pool = nn.MaxPool2d(pool_kernel_size)
+
+    def forward(self, x):
+        x = self.conv(x)
+        x = x - self.subtract_value
+        x = F.hardswish(x)
+        x = self.pool(x)
+        x = F.mish(x)
+        return x
+
+
+batch_size = 128
+in_channels = 3
+out_channels = 16
+height = 32
+width = 32
+kernel_size = 3
+subtract_value = 0.5
+pool_kernel_size = 2
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_channels, height, width)]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size, subtract_value, pool_kernel_size]

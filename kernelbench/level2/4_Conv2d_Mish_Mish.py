@@ -1,0 +1,32 @@
+"""Conv2d followed by Mish twice: (batch, 3, 32, 32) -> (batch, 16, 30, 30)."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self, in_channels, out_channels, kernel_size):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size)
+
+    def forward(self, x):
+        x = self.conv(x)
+        x = F.mish(x)
+        x = F.mish(x)
+        return x
+
+
+batch_size = 128
+in_channels = 3
+out_channels = 16
+height = 32
+width = 32
+kernel_size = 3
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_channels, height, width)]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size]

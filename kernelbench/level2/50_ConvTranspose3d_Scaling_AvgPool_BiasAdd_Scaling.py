@@ -1,0 +1,46 @@
+"""ConvTranspose3d, learned scalar scale, AvgPool3d, add bias, learned scalar scale.
+
+(batch, 3, 16, 32, 32) -> (batch, 16, 15, 31, 31).
+"""
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, scale1, scale2, bias_shape):
+        super().__init__()
+        self.conv_transpose = nn.ConvTranspose3d(in_channels, out_channels, kernel_size, stride=stride, padding=padding)
+        self.scale1 = nn.Parameter(torch.tensor(scale1))  # 0-dim
+        self.avg_pool = nn.AvgPool3d(kernel_size=2)
+        self.bias = nn.Parameter(torch.randn(bias_shape))
+        self.scale2 = nn.Parameter(torch.tensor(scale2))  # 0-dim
+
+    def forward(self, x):
+        x = self.conv_transpose(x)  # (B, C, 31, 63, 63)
+        x = x * self.scale1
+        x = self.avg_pool(x)  # (B, C, 15, 31, 31)
+        x = x + self.bias
+        x = x * self.scale2
+        return x
+
+
+batch_size = 128
+in_channels = 3
+out_channels = 16
+depth = 16
+height = 32
+width = 32
+kernel_size = 3
+stride = 2
+padding = 1
+scale1 = 0.5
+scale2 = 1.0
+bias_shape = (out_channels, 1, 1, 1)
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_channels, depth, height, width)]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size, stride, padding, scale1, scale2, bias_shape]

@@ -1,0 +1,36 @@
+"""Conv2d, multiply by a learned per-channel scale, LeakyReLU, GELU: (batch, 3, 32, 32) -> (batch, 16, 30, 30)."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self, in_channels, out_channels, kernel_size, multiplier_shape):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size)
+        self.multiplier = nn.Parameter(torch.randn(multiplier_shape))
+        self.leaky_relu = nn.LeakyReLU()  # slope 0.01
+
+    def forward(self, x):
+        x = self.conv(x)
+        x = x * self.multiplier
+        x = self.leaky_relu(x)
+        x = F.gelu(x)
+        return x
+
+
+batch_size = 128
+in_channels = 3
+out_channels = 16
+height = 32
+width = 32
+kernel_size = 3
+multiplier_shape = (out_channels, 1, 1)
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_channels, height, width)]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size, multiplier_shape]

@@ -1,0 +1,42 @@
+"""Linear layer, BatchNorm1d, add a learned scalar bias, divide, Swish: (batch, 1024) -> (batch, 512).
+
+BatchNorm is in training mode (the benchmark never calls eval()): it normalizes with the batch's
+own statistics, so each output depends on the whole batch, and it updates its running buffers as
+a side effect.
+"""
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features, bn_eps=1e-5, bn_momentum=0.1, bias_shape=(1,), divide_value=1.0):
+        super().__init__()
+        self.matmul = nn.Linear(in_features, out_features)
+        self.bn = nn.BatchNorm1d(out_features, eps=bn_eps, momentum=bn_momentum)
+        self.bias = nn.Parameter(torch.randn(bias_shape))
+        self.divide_value = divide_value
+
+    def forward(self, x):
+        x = self.matmul(x)
+        x = self.bn(x)
+        x = x + self.bias
+        x = x / self.divide_value
+        x = x * torch.sigmoid(x)  # Swish
+        return x
+
+
+batch_size = 128
+in_features = 1024
+out_features = 512
+bn_eps = 1e-5
+bn_momentum = 0.1
+bias_shape = (1,)
+divide_value = 1.0
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features, bn_eps, bn_momentum, bias_shape, divide_value]

@@ -1,0 +1,33 @@
+"""Linear layer, subtract a constant, multiply by a constant, ReLU: (batch, 10) -> (batch, 5)."""
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features, subtract_value, multiply_value):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+        self.subtract_value = subtract_value
+        self.multiply_value = multiply_value
+
+    def forward(self, x):
+        x = self.linear(x)
+        x = x - self.subtract_value
+        x = x * self.multiply_value
+        x = torch.relu(x)
+        return x
+
+
+batch_size = 128
+in_features = 10
+out_features = 5
+subtract_value = 2.0
+multiply_value = 1.5
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features, subtract_value, multiply_value]
