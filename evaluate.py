@@ -288,7 +288,8 @@ class Worker:
         self.ref = self.task.Model(*init).to(self.device)
         self.compiled = torch.compile(self.ref) if opts["compile"] else None
         if self.compiled is not None:  # compile now, while other workers still build: CPU work
-            self.compiled(*self.inputs(-1))
+            with torch.no_grad():
+                self.compiled(*self.inputs(-1))
         # What the solution must leave alone, snapshotted before it is imported.
         self.originals = _capture_originals()
         self.task_globals = self._task_globals()
@@ -325,11 +326,14 @@ class Worker:
         if self.cuda:
             self.flush.zero_()
             self.sync()
+        before = set(threading.enumerate()) if model is not self.new else None
         t0 = self.clock()
         out = model(*xs)
         if self.cuda:
             self.sync()
         t1 = self.clock()
+        if before is not None:  # threads the reference or torch.compile start are the judge's own
+            self.threads |= set(threading.enumerate()) - before
         return out, t1 - t0
 
     def reference(self, xs, k):
@@ -453,7 +457,7 @@ class Worker:
                 self.checked_call(xs, k, self.reference(xs, k), timed=False)
 
         # Timed rounds: reference, solution (and compiled reference) in random order each round.
-        who = ["ref"] + (["sol"] if self.new is not None else []) + (["compiled"] if self.compiled else [])
+        who = ["ref"] + (["sol"] if self.new is not None else []) + (["compiled"] if self.compiled is not None else [])
         times = {w: [] for w in who}
         rng, t_start, r = random.Random(opts["seed"]), time.time(), 0
         while r < opts["warmup"] + opts["iters"]:

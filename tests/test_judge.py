@@ -329,8 +329,13 @@ SIDE = sol("""
     """)
 ILLEGAL = r'''
 #include <pybind11/pybind11.h>
-__global__ void bad(float* p) { p[threadIdx.x] = 1.f; }
-void run() { bad<<<1, 32>>>(nullptr); cudaDeviceSynchronize(); }
+#include <stdexcept>
+__global__ void bad(float* p) { p[threadIdx.x + (1ll << 40)] = 1.f; }
+void run() {
+    bad<<<1, 32>>>(nullptr);
+    cudaError_t e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) throw std::runtime_error(cudaGetErrorString(e));
+}
 PYBIND11_MODULE(MODULE_NAME, m) { m.def("run", &run); }
 '''
 LATE_WRITE = sol("""
