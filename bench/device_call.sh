@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One batched call on the lent GPU machine: everything a measurement needs, logs under $OUT.
-#   bash bench/device_call.sh STEP...     steps: info test-gpu build-time eval baseline1 baseline2 baseline3 train
+#   bash bench/device_call.sh STEP...     steps: info test-gpu build-time eval baseline train
 # Results land in results/ and are packed into $OUT/results.tgz (the device keeps nothing).
 set -u
 export PYTHONUNBUFFERED=1
@@ -14,9 +14,9 @@ for step in "$@"; do
     test-gpu) python3 -m pytest -q -m gpu -s tests/test_judge.py 2>&1 | tail -15 ;;
     build-time) python3 bench/build_time.py 2>&1 | tail -3 ;;
     eval) make -s eval GPU=h200 TASKS=kernelbench SOLUTIONS=kernels 2>&1 | tail -3 ;;
-    baseline1|baseline2|baseline3)
-          python3 evaluate.py --tasks kernelbench/level${step#baseline} --gpu h200 --compile \
-            --out results/h200-baseline-level${step#baseline} 2>&1 | tail -2 ;;
+    baseline)  # resumable: a cut-off run continues from results/h200-baseline.jsonl next call
+          timeout "${BUDGET:-420}" python3 evaluate.py --tasks "${BASE_TASKS:-kernelbench}" --gpu h200 --compile \
+            --out results/h200-baseline 2>&1 | tail -2 ;;
     train) make -s train 2>&1 | tail -40 ;;
     *) echo "unknown step $step" ;;
   esac
