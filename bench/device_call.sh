@@ -16,7 +16,9 @@ for step in "$@"; do
     eval) make -s eval GPU=h200 TASKS=kernelbench SOLUTIONS=kernels 2>&1 | tail -3 ;;
     baseline)  # resumable: a cut-off run continues from results/h200-baseline.jsonl next call
           timeout "${BUDGET:-420}" python3 evaluate.py --tasks "${BASE_TASKS:-kernelbench}" --gpu h200 --compile \
-            --out results/h200-baseline 2>&1 | tail -2 ;;
+            --time-budget 1 --iters 30 --out results/h200-baseline 2>&1 | tail -2 ;;
+    compile-overhead) python3 bench/compile_overhead.py kernelbench/level1/19_ReLU.py 2>&1 | tail -4
+          python3 bench/compile_overhead.py kernelbench/level1/1_Square_matrix_multiplication_.py 2>&1 | tail -4 ;;
     train) make -s train 2>&1 | tail -40 ;;
     *) echo "unknown step $step" ;;
   esac
