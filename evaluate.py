@@ -444,7 +444,7 @@ class Worker:
                     rec["flags"].append("nan_ref")
                 if torch.equal(a, c):
                     rec["flags"].append("constant")
-                elif not torch.equal(a, b):
+                elif not _compare(b, a, self.tol)[0]:  # beyond tolerance: atomics' reordering is not
                     rec["flags"].append("stochastic")
                 if a.numel() and _compare(torch.zeros_like(a), a, self.tol)[0]:
                     rec["flags"].append("zeros_pass")
@@ -599,7 +599,7 @@ def _key(task, sol):
     return task_key(task), os.path.relpath(os.path.abspath(sol), ROOT)
 
 
-def judge_many(pairs, out=None, progress=False, **kw):
+def judge_many(pairs, out=None, progress=False, command=None, **kw):
     """Judge (task_path, solution) pairs; solution = a path, ModelNew source text, or None (time
     the reference alone). Records come back in pairs' order; with out=..., each is appended to
     out.jsonl as it finishes, and pairs already there are not judged again (a killed run resumes)."""
@@ -642,7 +642,7 @@ def judge_many(pairs, out=None, progress=False, **kw):
                 rec["speedup_compile"] = rec["compile_ms"] / rec["sol_ms"]
         rec["correct"] = rec.get("status") == "ok" and sol is not None
         rec.setdefault("speedup", None)
-        rec.update(wall_s=round(time.time() - w["t0"], 2), tolerance=f"{opts['tolerance']} atol={opts['atol']:g} rtol={opts['rtol']:g}",
+        rec.update(wall_s=round(time.time() - w["t0"], 2), command=command, tolerance=f"{opts['tolerance']} atol={opts['atol']:g} rtol={opts['rtol']:g}",
                    env=env)
         results[i] = rec
         if out:
@@ -793,13 +793,15 @@ def _f(x, fmt="{:.3f}"):
     return "" if x is None else fmt.format(x)
 
 
-def write_report(out, records, command):
-    """out.md and out.json from the records (all of out.jsonl, so a resumed run reports everything)."""
+def write_report(out, records):
+    """out.md and out.json from the records (a resumed or multi-part run reports everything)."""
     env = records[0]["env"] if records else {}
+    records = sorted(records, key=lambda r: (level_and_id(r["task"]), r["solution"] or ""))
     summary = summarize(records)
-    lines = [f"# cudal1 judge: {env.get('gpu', '?')}", "",
-             f"- command: `{command}`",
-             f"- commit {env.get('commit')}, GPU {env.get('gpu')}, driver {env.get('driver')}, "
+    commands = sorted({r.get("command") or "?" for r in records})
+    lines = [f"# cudal1 judge: {env.get('gpu', '?')}", ""] + [f"- command: `{c}`" for c in commands] + [
+             f"- commit {', '.join(sorted({r['env'].get('commit') or '?' for r in records}))}, "
+             f"GPU {env.get('gpu')}, driver {env.get('driver')}, "
              f"torch {env.get('torch')} (CUDA {env.get('cuda')}), python {env.get('python')}",
              f"- tolerance: {records[0]['tolerance'] if records else ''} (strict: atol scaled by rms(ref); "
              "reference for checking in fp32 with TF32 off)",
@@ -807,7 +809,10 @@ def write_report(out, records, command):
              "trivial launch + synchronize; fresh inputs and an L2 flush before every call; eager reference "
              "timed with PyTorch's default flags; models in training mode (as KernelBench)",
              f"- records: {len(records)}; judge wall time {sum(r.get('wall_s', 0) for r in records):.0f} s "
-             f"(sum over workers; builds overlap)", ""]
+             f"(sum over workers; builds overlap)",
+             "- flags: constant (same output for different inputs), stochastic (differs beyond tolerance on "
+             "the same input), nondeterministic (bitwise different on the same input: runs before the tolerance "
+             "test was added), zeros_pass (a tensor of zeros would pass), nan_ref", ""]
     if summary:
         s, c = summary["speedup"], summary["speedup_compile"]
         lines += [f"**Correct {summary['correct']}/{summary['tasks']} tasks.** Best correct solution per task; "
@@ -825,7 +830,14 @@ def write_report(out, records, command):
                          f"{_f(r.get('sol_ms'), '{:.4f}')} | {_f(r.get('speedup'), '{:.2f}x')} | "
                          f"{_f(r.get('speedup_compile'), '{:.2f}x')} | {' '.join(r.get('flags', []))} |")
     else:
-        lines += ["| task | status | eager ms | eager IQR ms | compile ms | compile IQR ms | eager/compile | flags |",
+        ok = [r for r in records if r["status"] == "ok"]
+        for lvl in sorted({r["task"].split("/")[0] for r in ok}):
+            ms = [r["ref_ms"] for r in ok if r["task"].startswith(lvl + "/")]
+            q = statistics.quantiles(ms, n=4) if len(ms) > 1 else ms * 3
+            both = [r for r in ok if r["task"].startswith(lvl + "/") and r.get("compile_ms")]
+            lines.append(f"- {lvl}: {len(ms)} tasks, eager median {q[1]:.4f} ms (quartiles {q[0]:.4f}, {q[2]:.4f}); "
+                         f"torch.compile faster than eager on {sum(r['compile_ms'] < r['ref_ms'] for r in both)}/{len(both)}")
+        lines += ["", "| task | status | eager ms | eager IQR ms | compile ms | compile IQR ms | eager/compile | flags |",
                   "|---|---|---|---|---|---|---|---|"]
         for r in records:
             ratio = r["ref_ms"] / r["compile_ms"] if r.get("compile_ms") else None
@@ -840,7 +852,7 @@ def write_report(out, records, command):
     with open(out + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")
     with open(out + ".json", "w") as f:
-        json.dump({"command": command, "env": env, "summary": summary, "records": records}, f, indent=1)
+        json.dump({"commands": commands, "env": env, "summary": summary, "records": records}, f, indent=1)
 
 
 # -----------------------------------------------------------------------------
@@ -869,7 +881,15 @@ def main(argv=None):
     p.add_argument("--time-budget", type=float, default=DEFAULTS["time_budget"], help="seconds of timed rounds per pair (at least 10 rounds)")
     p.add_argument("--timeout", type=float, default=DEFAULTS["timeout"], help="seconds for each of build and run, per pair")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--report-only", action="store_true", help="judge nothing: rewrite OUT.md/.json from all of OUT.jsonl")
     a = p.parse_args(argv)
+    if a.report_only:
+        if not os.path.exists(a.out + ".jsonl"):
+            print(f"evaluate.py: no such file: {a.out}.jsonl", file=sys.stderr)
+            return 2
+        write_report(a.out, [json.loads(line) for line in open(a.out + ".jsonl") if line.strip().endswith("}")])
+        print(f"report -> {a.out}.md")
+        return 0
     try:
         ids = {int(x) for x in a.ids.split(",") if x.strip()} if a.ids else None
         name, _ = gpu_info()
@@ -892,14 +912,14 @@ def main(argv=None):
     command = "python evaluate.py " + " ".join(sys.argv[1:] if argv is None else argv)
     records = judge_many(pairs, out=out, progress=True, device=device, jobs=a.jobs, trials=a.trials,
                          iters=a.iters, time_budget=a.time_budget, compile=a.compile, timeout=a.timeout,
-                         seed=a.seed, **tol)
+                         seed=a.seed, command=command, **tol)
     errors = [r for r in records if r["status"] == "error"]
     if errors and len(errors) == len(records):
         print(f"evaluate.py: {errors[0]['message']}", file=sys.stderr)
         return 2
     allrec = [json.loads(line) for line in open(out + ".jsonl") if line.strip().endswith("}")]
     keys = {(r["task"], r["solution"]) for r in records}
-    write_report(out, [r for r in allrec if (r["task"], r["solution"]) in keys], command)
+    write_report(out, [r for r in allrec if (r["task"], r["solution"]) in keys])
     s = summarize(records)
     print(f"{len(records)} records -> {out}.md" + (f"; correct {s['correct']}/{s['tasks']}, "
           f"geomean {s['speedup']['geomean']:.2f}x" if s else ""))
