@@ -277,6 +277,8 @@ class Worker:
         self.clock, self.sync = time.perf_counter, torch.cuda.synchronize  # ours, before any solution
         self.device = torch.device(opts["device"])
         self.cuda = self.device.type == "cuda"
+        if self.cuda and self.device.index is not None:  # "cuda:N" (a torchrun rank): sync that GPU
+            torch.cuda.set_device(self.device)
         self.tol = {k: opts[k] for k in ("tolerance", "atol", "rtol")}
         self.flags = Flags()
         self.task = load_module(task_path, "task_under_judgement")
@@ -561,6 +563,12 @@ def _context():
         # Forked children of a torch-importing server ran CPU ops ~50x slow with OpenMP's spinning
         # waits (measured: 7 ms vs 0.15 ms for a small Linear on 2 cores); passive waits fix it.
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        # Trap: forkserver re-imports the caller's main script in the server unless __main__ names
+        # itself "__main__"; a flat training script (train_sft.py) would otherwise run again there.
+        main = sys.modules["__main__"]
+        if getattr(main, "__spec__", None) is None:
+            import importlib.machinery
+            main.__spec__ = importlib.machinery.ModuleSpec("__main__", None)
         _ctx = multiprocessing.get_context("forkserver")
         _ctx.set_forkserver_preload(["torch"])
     return _ctx
@@ -587,7 +595,7 @@ def commit():
 
 def environment(device):
     import torch
-    name, driver = gpu_info() if device == "cuda" else (None, None)
+    name, driver = gpu_info() if device.startswith("cuda") else (None, None)
     return dict(device=device, gpu=name or "cpu", driver=driver, torch=torch.__version__,
                 cuda=torch.version.cuda, commit=commit(), python=sys.version.split()[0])
 
@@ -605,7 +613,7 @@ def judge_many(pairs, out=None, progress=False, command=None, **kw):
     out.jsonl as it finishes, and pairs already there are not judged again (a killed run resumes)."""
     opts = {**DEFAULTS, **{k: v for k, v in kw.items() if v is not None}}
     opts["device"] = opts["device"] or default_device()
-    jobs = opts["jobs"] or max(1, min(16, os.cpu_count() or 1))
+    jobs = opts["jobs"] or max(1, min(16, len(os.sched_getaffinity(0))))  # the cores we may use
     files = [(t, solution_file(s)) for t, s in pairs]
     keys = [_key(t, s) for t, s in files]
     results = [None] * len(files)
@@ -667,7 +675,7 @@ def judge_many(pairs, out=None, progress=False, command=None, **kw):
         while todo and len(running) < jobs and not measuring:
             i = todo.popleft()
             task, sol = files[i]
-            if opts["device"] == "cpu" and sol is not None and needs_gpu(open(sol).read()):
+            if not opts["device"].startswith("cuda") and sol is not None and needs_gpu(open(sol).read()):
                 running[i] = {"proc": _Done(), "conn": _Done(), "t0": time.time()}
                 finish(i, {"status": "skipped", "message": "CUDA solution: needs an NVIDIA GPU"})
                 continue
@@ -926,4 +934,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    import evaluate  # run as the importable module, so workers unpickle evaluate._worker_main
+    sys.exit(evaluate.main())
