@@ -1,0 +1,757 @@
+"""
+cudal1: the core of a from-scratch CUDA-L1.
+
+CUDA-L1 (DeepReinforce, 2025) teaches a language model to rewrite PyTorch programs
+(KernelBench tasks) into faster CUDA in three stages: SFT on verified fast kernels,
+self-training on the model's own verified outputs, and contrastive RL whose prompt shows
+earlier variants with their measured speedups. This file holds every piece those stages
+share, and no loops of its own: importing it parses no arguments and touches no GPU.
+
+Sections, top to bottom:
+    native build   load_kernel(source, lang): nvcc / c++ through pybind11, cached by hash
+    device         autodetect(): the run's device and compute dtype, decided once; autocast()
+    tokenizer      Tokenizer: byte-level BPE trained on our corpus, three special ids
+    model          Config, Transformer: Llama-style decoder (RMSNorm, RoPE, SwiGLU, SDPA), KVCache
+    sampling       generate(): batched sampling with a KV cache; answer_logprobs() for the RL loss
+    checkpoints    save_checkpoint / load_checkpoint: safetensors weights + config.json
+    prompts        plain_prompt, contrastive_prompt, format_answer, parse_answer
+"""
+
+import ast
+import contextlib
+import fcntl
+import hashlib
+import importlib.machinery
+import importlib.util
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass
+
+import safetensors.torch
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+
+# -----------------------------------------------------------------------------
+# native build
+#
+# A solution's CUDA or C++ source is a plain pybind11 module: no torch headers, kernels take
+# raw pointers (tensor.data_ptr()), sizes and the stream (torch.cuda.current_stream().cuda_stream).
+# That keeps a build at seconds (nvcc on one .cu) where torch's load_inline takes a minute.
+# The source must declare its module as PYBIND11_MODULE(MODULE_NAME, m): the Makefile defines
+# MODULE_NAME as k<hash>, the name we import it under.
+
+BUILD_DIR = os.path.join(ROOT, "build", "kernels")
+_loaded = {}  # hash -> module, so a source is imported once per process
+
+
+class BuildError(RuntimeError):
+    """A native source failed to compile; the message is the compiler's output."""
+
+
+def load_kernel(source, lang="cuda"):
+    """Compile `source` (lang 'cuda' or 'cpp') into a pybind11 module and import it."""
+    ext = {"cuda": "cu", "cpp": "cpp"}.get(lang)
+    if ext is None:
+        raise ValueError(f"load_kernel: lang must be 'cuda' or 'cpp', not {lang!r}")
+    if "MODULE_NAME" not in source:
+        raise BuildError("native source must declare PYBIND11_MODULE(MODULE_NAME, m)")
+    h = hashlib.sha256(f"{lang}\0{source}".encode()).hexdigest()[:16]
+    if h in _loaded:
+        return _loaded[h]
+    os.makedirs(BUILD_DIR, exist_ok=True)
+    src, so = os.path.join(BUILD_DIR, f"{h}.{ext}"), os.path.join(BUILD_DIR, f"{h}.so")
+    # One lock per hash: several processes asking for the same kernel build it once.
+    with open(os.path.join(BUILD_DIR, f"{h}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.exists(so):
+            with open(src + ".tmp", "w") as f:
+                f.write(source)
+            os.replace(src + ".tmp", src)
+            target = os.path.relpath(so, ROOT)
+            p = subprocess.run(["make", "-s", "-C", ROOT, target, f"PYTHON={sys.executable}"],
+                               capture_output=True, text=True)
+            if p.returncode != 0 or not os.path.exists(so):
+                raise BuildError(f"build of {target} failed:\n{p.stdout}{p.stderr}".strip())
+    name = f"k{h}"
+    loader = importlib.machinery.ExtensionFileLoader(name, so)
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(name, loader))
+    loader.exec_module(module)
+    _loaded[h] = module
+    return module
+
+
+# -----------------------------------------------------------------------------
+# device and precision
+#
+# Decided once per run, here: scripts call autodetect() and pass its answer around. Weights stay
+# in fp32 (the optimizer needs the precision); matmuls run in the compute dtype under autocast.
+
+def autodetect(device=None, dtype=None):
+    """(device, dtype) of this run: arguments, else $CUDAL1_DEVICE / $CUDAL1_DTYPE, else
+    cuda + bfloat16 when a GPU is present and cpu + float32 otherwise."""
+    device = device or os.environ.get("CUDAL1_DEVICE") or ("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(device)
+    dtype = dtype or os.environ.get("CUDAL1_DTYPE") or ("bfloat16" if device.type == "cuda" else "float32")
+    if dtype not in ("float32", "bfloat16", "float16"):
+        raise ValueError(f"compute dtype must be float32, bfloat16 or float16, not {dtype!r}")
+    return device, getattr(torch, dtype)
+
+
+def autocast(device, dtype):
+    """The context every forward pass runs in: autocast to `dtype`, or nothing for float32."""
+    if dtype == torch.float32:
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=dtype)
+
+
+def device_name(device):
+    """The target named in prompts: the GPU's marketing name, or 'CPU'."""
+    device = torch.device(device)
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
+
+# -----------------------------------------------------------------------------
+# tokenizer
+#
+# Byte-level BPE trained on our own corpus. Ids 0..255 are raw bytes, so any text encodes and
+# decodes exactly; each learned merge adds one id; three special ids follow and are never produced
+# from text (a task that contains "<|end|>" cannot end an answer). Text is first cut into chunks
+# (words, numbers, punctuation runs, whitespace) and merges never cross a chunk boundary.
+# Measured on the 54 answers built from kernels/ (train_sft.py prints it on every run): 4655 bytes
+# each on average; 1814 tokens with 1024 ids, 1460 with 2048 (4096 gains only 6% more). That is
+# 2.6-3.2x fewer sampling steps than raw bytes, and 7-10x less attention work per sequence.
+
+CHUNK = re.compile(r" ?[A-Za-z_]+| ?[0-9]+| ?[^\sA-Za-z_0-9]+|\s+(?!\S)|\s+")
+SPECIALS = ("<|prompt|>", "<|answer|>", "<|end|>")
+
+
+def _merge(ids, pair, new):
+    """ids with every non-overlapping occurrence of `pair` (left to right) replaced by `new`."""
+    out, i = [], 0
+    while i < len(ids):
+        if i + 1 < len(ids) and ids[i] == pair[0] and ids[i + 1] == pair[1]:
+            out.append(new)
+            i += 2
+        else:
+            out.append(ids[i])
+            i += 1
+    return out
+
+
+class Tokenizer:
+    """Byte-level BPE; `merges` is the list of (left id, right id) pairs in the order learned."""
+
+    def __init__(self, merges=()):
+        self.merges = [tuple(m) for m in merges]
+        self.rank = {pair: 256 + i for i, pair in enumerate(self.merges)}  # pair -> its new id
+        self.vocab = [bytes([b]) for b in range(256)]
+        for a, b in self.merges:
+            self.vocab.append(self.vocab[a] + self.vocab[b])
+        n = len(self.vocab)
+        self.prompt_id, self.answer_id, self.end_id = n, n + 1, n + 2
+        self.vocab_size = n + len(SPECIALS)
+        self._cache = {}  # chunk -> ids; code repeats its words a lot
+
+    @classmethod
+    def train(cls, text, vocab_size):
+        """Learn vocab_size - 259 merges from `text` (vocab_size <= 259 gives plain bytes)."""
+        counts = Counter(CHUNK.findall(text))
+        words = [list(w.encode()) for w in counts]
+        freq = list(counts.values())
+        pairs, where = Counter(), defaultdict(set)  # pair -> count; pair -> words holding it
+        for i, w in enumerate(words):
+            for p in zip(w, w[1:]):
+                pairs[p] += freq[i]
+                where[p].add(i)
+        merges = []
+        while len(merges) < vocab_size - 256 - len(SPECIALS) and pairs:
+            best = max(pairs, key=pairs.get)
+            if pairs[best] < 2:
+                break  # merging a pair seen once compresses nothing
+            new = 256 + len(merges)
+            merges.append(best)
+            # Only the words holding `best` change: take their pairs out, merge, put them back.
+            for i in where.pop(best):
+                w = words[i]
+                for p in zip(w, w[1:]):
+                    pairs[p] -= freq[i]
+                w[:] = _merge(w, best, new)
+                for p in zip(w, w[1:]):
+                    pairs[p] += freq[i]
+                    where[p].add(i)
+            del pairs[best]
+        return cls(merges)
+
+    def _encode_chunk(self, chunk):
+        ids = list(chunk.encode())
+        while len(ids) > 1:
+            # apply the earliest-learned merge present, as training did
+            pair = min(zip(ids, ids[1:]), key=lambda p: self.rank.get(p, math.inf))
+            if pair not in self.rank:
+                break
+            ids = _merge(ids, pair, self.rank[pair])
+        return ids
+
+    def encode(self, text):
+        ids = []
+        for chunk in CHUNK.findall(text):
+            if chunk not in self._cache:
+                self._cache[chunk] = self._encode_chunk(chunk)
+            ids.extend(self._cache[chunk])
+        return ids
+
+    def decode(self, ids):
+        """Text of `ids`; special ids are markers, not text, and decode to nothing."""
+        data = b"".join(self.vocab[i] for i in ids if i < len(self.vocab))
+        return data.decode("utf-8", errors="replace")  # a sample may stop mid-character
+
+    def encode_prompt(self, prompt):
+        """A prompt as the model sees it: <|prompt|> text <|answer|>; the answer follows."""
+        return [self.prompt_id] + self.encode(prompt) + [self.answer_id]
+
+    def encode_answer(self, answer):
+        return self.encode(answer) + [self.end_id]
+
+    def state(self):
+        return {"merges": [list(m) for m in self.merges]}
+
+# -----------------------------------------------------------------------------
+# model
+#
+# A Llama-style decoder: pre-norm blocks of RMSNorm -> causal self-attention with rotary
+# positions (RoPE) -> RMSNorm -> SwiGLU MLP. Parameter names follow the common Llama layout
+# (model.layers.N.self_attn.q_proj.weight, ...), and RoPE rotates halves (not interleaved pairs)
+# as that layout's checkpoints expect, so a compatible checkpoint loads with no renaming.
+
+@dataclass
+class Config:
+    vocab_size: int = 1024
+    block_size: int = 2048  # longest sequence, prompt + answer, in tokens
+    n_layer: int = 4
+    n_head: int = 4
+    n_kv_head: int = 4  # < n_head: grouped-query attention
+    n_embd: int = 256
+    n_hidden: int = 704  # SwiGLU width, ~8/3 n_embd as in Llama
+    rope_theta: float = 10000.0
+    norm_eps: float = 1e-5
+
+
+def rope_tables(cfg):
+    """cos and sin of every (position, channel) angle: two (block_size, head_dim) tables."""
+    hd = cfg.n_embd // cfg.n_head
+    inv_freq = 1.0 / cfg.rope_theta ** (torch.arange(0, hd, 2, dtype=torch.float32) / hd)
+    angles = torch.outer(torch.arange(cfg.block_size, dtype=torch.float32), inv_freq)
+    angles = torch.cat((angles, angles), dim=-1)  # channel i and i + hd/2 share an angle
+    return angles.cos(), angles.sin()
+
+
+def apply_rope(x, cos, sin):
+    """Rotate each (x[i], x[i + hd/2]) channel pair of x (B, H, T, hd) by its position's angle."""
+    x1, x2 = x.chunk(2, dim=-1)
+    return (x * cos + torch.cat((-x2, x1), dim=-1) * sin).type_as(x)  # fp32 tables, x's dtype out
+
+
+class KVCache:
+    """Keys and values of every position seen so far, for each layer: (B, n_kv_head, T, head_dim).
+    Filled by the model as it runs; `pos` is how many positions are in it."""
+
+    def __init__(self, n_layer, length):
+        self.n_layer, self.length, self.pos = n_layer, length, 0
+        self.k = self.v = None  # allocated on first use, in the dtype autocast gives k and v
+
+    def update(self, i, k, v):
+        if self.k is None:
+            self.k = k.new_zeros((self.n_layer, k.size(0), k.size(1), self.length, k.size(3)))
+            self.v = torch.zeros_like(self.k)
+        t = k.size(2)
+        self.k[i, :, :, self.pos:self.pos + t] = k
+        self.v[i, :, :, self.pos:self.pos + t] = v
+        return self.k[i, :, :, :self.pos + t], self.v[i, :, :, :self.pos + t]
+
+    def expand(self, n):
+        """One sequence's cache copied n times, so n samples share one prompt prefill."""
+        self.k, self.v = self.k.repeat(1, n, 1, 1, 1), self.v.repeat(1, n, 1, 1, 1)
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg, index):
+        super().__init__()
+        assert cfg.n_embd % cfg.n_head == 0 and cfg.n_head % cfg.n_kv_head == 0
+        self.index = index
+        self.n_head, self.n_kv_head, self.hd = cfg.n_head, cfg.n_kv_head, cfg.n_embd // cfg.n_head
+        self.q_proj = nn.Linear(cfg.n_embd, cfg.n_head * self.hd, bias=False)
+        self.k_proj = nn.Linear(cfg.n_embd, cfg.n_kv_head * self.hd, bias=False)
+        self.v_proj = nn.Linear(cfg.n_embd, cfg.n_kv_head * self.hd, bias=False)
+        self.o_proj = nn.Linear(cfg.n_head * self.hd, cfg.n_embd, bias=False)
+
+    def forward(self, x, cos, sin, cache=None):
+        B, T, _ = x.shape
+        q = self.q_proj(x).view(B, T, self.n_head, self.hd).transpose(1, 2)  # (B, H, T, hd)
+        k = self.k_proj(x).view(B, T, self.n_kv_head, self.hd).transpose(1, 2)  # (B, Hkv, T, hd)
+        v = self.v_proj(x).view(B, T, self.n_kv_head, self.hd).transpose(1, 2)
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        if cache is not None:
+            k, v = cache.update(self.index, k, v)  # now every position so far: (B, Hkv, Tk, hd)
+        Tk, mask = k.size(2), None
+        if T > 1 and Tk > T:  # a chunk after a cached prefix: causal, shifted by the prefix
+            mask = torch.ones(T, Tk, dtype=torch.bool, device=x.device).tril(Tk - T)
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=T > 1 and Tk == T,
+                                           enable_gqa=self.n_kv_head != self.n_head)
+        return self.o_proj(y.transpose(1, 2).reshape(B, T, -1))
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.gate_proj = nn.Linear(cfg.n_embd, cfg.n_hidden, bias=False)
+        self.up_proj = nn.Linear(cfg.n_embd, cfg.n_hidden, bias=False)
+        self.down_proj = nn.Linear(cfg.n_hidden, cfg.n_embd, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))  # SwiGLU
+
+
+class Block(nn.Module):
+    def __init__(self, cfg, index):
+        super().__init__()
+        self.input_layernorm = nn.RMSNorm(cfg.n_embd, eps=cfg.norm_eps)
+        self.self_attn = Attention(cfg, index)
+        self.post_attention_layernorm = nn.RMSNorm(cfg.n_embd, eps=cfg.norm_eps)
+        self.mlp = MLP(cfg)
+
+    def forward(self, x, cos, sin, cache=None):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, cache)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class Transformer(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.config = cfg
+        self.model = nn.ModuleDict(dict(
+            embed_tokens=nn.Embedding(cfg.vocab_size, cfg.n_embd),
+            layers=nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layer)),
+            norm=nn.RMSNorm(cfg.n_embd, eps=cfg.norm_eps),
+        ))
+        self.lm_head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
+        cos, sin = rope_tables(cfg)
+        self.register_buffer("cos", cos, persistent=False)  # recomputed, never saved
+        self.register_buffer("sin", sin, persistent=False)
+        # Every matrix starts ~N(0, 0.02); the two that write into the residual stream are scaled by
+        # 1/sqrt(2 n_layer) so the sum of all 2 n_layer branches starts ~unit-sized (GPT-2). Norms start at 1.
+        for name, p in self.named_parameters():
+            if p.dim() == 2:
+                residual = name.endswith(("o_proj.weight", "down_proj.weight"))
+                nn.init.normal_(p, std=0.02 / math.sqrt(2 * cfg.n_layer) if residual else 0.02)
+
+    def num_params(self, embedding=True):
+        n = sum(p.numel() for p in self.parameters())
+        return n if embedding else n - self.model.embed_tokens.weight.numel()
+
+    def forward(self, idx, targets=None, cache=None):
+        """idx (B, T) token ids -> logits (B, T, vocab); with targets (B, T), the mean
+        cross-entropy over targets that are not -1 instead. With a cache, idx continues it."""
+        T = idx.size(1)
+        pos = cache.pos if cache is not None else 0
+        if pos + T > self.config.block_size:
+            raise ValueError(f"sequence of {pos + T} tokens exceeds block_size {self.config.block_size}")
+        cos, sin = self.cos[pos:pos + T], self.sin[pos:pos + T]
+        x = self.model.embed_tokens(idx)  # (B, T, C)
+        for layer in self.model.layers:
+            x = layer(x, cos, sin, cache)
+        if cache is not None:
+            cache.pos += T
+        logits = self.lm_head(self.model.norm(x))
+        if targets is None:
+            return logits
+        return F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), ignore_index=-1)
+
+# -----------------------------------------------------------------------------
+# sampling and log-probs
+
+def sample_next(logits, temperature=1.0, top_k=0, top_p=1.0, generator=None):
+    """One token id per row of logits (B, vocab); temperature 0 is greedy."""
+    if temperature == 0:
+        return logits.argmax(-1)
+    logits = logits.float() / temperature
+    if 0 < top_k < logits.size(-1):
+        kth = logits.topk(top_k, dim=-1).values[:, -1:]
+        logits = logits.masked_fill(logits < kth, -math.inf)
+    if top_p < 1.0:
+        # nucleus: keep the most likely tokens until their mass reaches top_p (at least one)
+        sorted_logits, order = logits.sort(-1, descending=True)
+        probs = sorted_logits.softmax(-1)
+        drop = probs.cumsum(-1) - probs > top_p
+        logits = logits.scatter(-1, order, sorted_logits.masked_fill(drop, -math.inf))
+    return torch.multinomial(logits.softmax(-1), 1, generator=generator).squeeze(1)
+
+
+@torch.no_grad()
+def generate(model, prompt, num_samples=1, max_new_tokens=512, temperature=1.0, top_k=0,
+             top_p=1.0, generator=None, end_id=None):
+    """Sample num_samples answers to one prompt (a list of ids) in one batch with a KV cache.
+    Returns a list of id lists; one ends with end_id when its sample stopped by itself, and is
+    cut at max_new_tokens (or the block size) otherwise. Run it under autocast()."""
+    device = model.lm_head.weight.device
+    max_new_tokens = min(max_new_tokens, model.config.block_size - len(prompt))
+    if max_new_tokens <= 0:
+        raise ValueError(f"prompt of {len(prompt)} tokens leaves no room in block_size {model.config.block_size}")
+    cache = KVCache(model.config.n_layer, len(prompt) + max_new_tokens)
+    logits = model(torch.tensor([prompt], device=device), cache=cache)[:, -1]  # (1, vocab)
+    cache.expand(num_samples)  # prefill once, then the samples diverge
+    logits = logits.expand(num_samples, -1)
+    done = torch.zeros(num_samples, dtype=torch.bool, device=device)
+    out = []
+    for t in range(max_new_tokens):
+        token = sample_next(logits, temperature, top_k, top_p, generator)  # (N,)
+        if end_id is not None:
+            token = token.masked_fill(done, end_id)  # finished rows keep emitting the end
+            done |= token == end_id
+        out.append(token)
+        if t == max_new_tokens - 1 or (end_id is not None and done.all()):
+            break
+        logits = model(token[:, None], cache=cache)[:, -1]
+    rows = torch.stack(out, 1).tolist()  # (N, t)
+    return [row[:row.index(end_id) + 1] if end_id in row else row for row in rows]
+
+
+def answer_logprobs(model, prompt, answers):
+    """Log-probability of every answer token given the prompt, for G answers to one prompt:
+    returns (logp, mask), both (G, L) with L the longest answer, mask 1.0 on real tokens (logp is
+    0 elsewhere). Differentiable: the policy-gradient loss is built on it."""
+    device = model.lm_head.weight.device
+    G, P, L = len(answers), len(prompt), max(len(a) for a in answers)
+    x = torch.zeros(G, P + L, dtype=torch.long)
+    targets = torch.full((G, L), -1, dtype=torch.long)
+    for i, a in enumerate(answers):
+        x[i, :P] = torch.tensor(prompt)
+        x[i, P:P + len(a)] = torch.tensor(a, dtype=torch.long)
+        targets[i, :len(a)] = torch.tensor(a, dtype=torch.long)
+    x, targets = x.to(device), targets.to(device)
+    logits = model(x[:, :-1])[:, P - 1:]  # position P-1+j predicts answer token j: (G, L, vocab)
+    logp = -F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), ignore_index=-1,
+                            reduction="none").view(G, L)
+    return logp, (targets != -1).float()
+
+# -----------------------------------------------------------------------------
+# checkpoints
+#
+# A checkpoint is a folder: model.safetensors (weights, names as in the model), config.json
+# (model config, tokenizer merges, and whatever the run adds: settings, step, ...), and, to resume
+# training, optimizer.safetensors (the optimizer's tensors, its hyperparameters in config.json).
+
+FORMAT = "cudal1-v1"
+
+
+def save_checkpoint(path, model, tok, meta, optimizer=None):
+    os.makedirs(path, exist_ok=True)
+    weights = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+    safetensors.torch.save_file(weights, os.path.join(path, "model.safetensors.tmp"))
+    os.replace(os.path.join(path, "model.safetensors.tmp"), os.path.join(path, "model.safetensors"))
+    info = {"format": FORMAT, "config": asdict(model.config), "tokenizer": tok.state(), **meta}
+    if optimizer is not None:
+        state = optimizer.state_dict()  # {"state": {param index: {name: tensor}}, "param_groups": [...]}
+        tensors = {f"{i}.{k}": v.contiguous().cpu() for i, s in state["state"].items() for k, v in s.items()}
+        safetensors.torch.save_file(tensors, os.path.join(path, "optimizer.safetensors.tmp"))
+        os.replace(os.path.join(path, "optimizer.safetensors.tmp"), os.path.join(path, "optimizer.safetensors"))
+        info["optimizer_groups"] = state["param_groups"]
+    with open(os.path.join(path, "config.json.tmp"), "w") as f:
+        json.dump(info, f, indent=1)
+    os.replace(os.path.join(path, "config.json.tmp"), os.path.join(path, "config.json"))
+
+
+def load_checkpoint(path, device="cpu"):
+    """(model, tokenizer, meta) from a folder save_checkpoint wrote; strict: every tensor name and
+    shape must match the config. meta["optimizer"] is the optimizer's state_dict when one was saved."""
+    files = [os.path.join(path, f) for f in ("config.json", "model.safetensors")]
+    if not all(os.path.exists(f) for f in files):
+        raise FileNotFoundError(f"no checkpoint at {path}: expected config.json and model.safetensors "
+                                "there (train one with train_sft.py)")
+    with open(files[0]) as f:
+        info = json.load(f)
+    if info.get("format") != FORMAT:
+        raise ValueError(f"{path}: not a {FORMAT} checkpoint (format {info.get('format')!r})")
+    try:
+        cfg = Config(**info.pop("config"))
+    except TypeError as e:
+        raise ValueError(f"{path}: config does not fit cudal1.Config: {e}") from None
+    tok = Tokenizer(info.pop("tokenizer")["merges"])
+    if tok.vocab_size != cfg.vocab_size:
+        raise ValueError(f"{path}: tokenizer has {tok.vocab_size} ids but the model {cfg.vocab_size}")
+    model = Transformer(cfg)
+    state = safetensors.torch.load_file(files[1])
+    want = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    have = {k: tuple(v.shape) for k, v in state.items()}
+    if want != have:
+        bad = sorted(k for k in want.keys() | have.keys() if want.get(k) != have.get(k))
+        raise ValueError(f"{path}: weights do not match the config at {len(bad)} tensors, e.g. "
+                         + ", ".join(f"{k} (want {want.get(k)}, have {have.get(k)})" for k in bad[:3]))
+    model.load_state_dict(state, strict=True)
+    model.to(device)
+    groups = info.pop("optimizer_groups", None)
+    opt_file = os.path.join(path, "optimizer.safetensors")
+    if groups is not None and os.path.exists(opt_file):
+        state = {}
+        for name, t in safetensors.torch.load_file(opt_file).items():
+            i, k = name.split(".", 1)
+            state.setdefault(int(i), {})[k] = t
+        info["optimizer"] = {"state": state, "param_groups": groups}
+    info.pop("format")
+    return model, tok, info
+
+# -----------------------------------------------------------------------------
+# prompts and answers
+#
+# The prompt gives the reference program and the target device; the contrastive prompt adds
+# earlier solutions with their measured speedups (stage 3). The answer is three sections: a
+# performance analysis, the algorithm design, and one python block holding the ModelNew module.
+# Training answers are built from solution files: the docstring is the analysis.
+
+HEADERS = ("## Performance Analysis", "## Algorithm Design", "## Code Implementation")
+ANSWER_FORMAT = (f"Answer in three sections: {HEADERS[0]} (what limits the speed), "
+                 f"{HEADERS[1]} (what the new version does instead), and {HEADERS[2]} "
+                 "(one ```python block: a complete module defining class ModelNew with Model's "
+                 "constructor arguments and forward semantics).")
+
+
+def plain_prompt(task_source, device_name):
+    return (f"# Task\nTarget device: {device_name}\n"
+            "Rewrite this PyTorch program (KernelBench format) as a faster ModelNew.\n"
+            f"{ANSWER_FORMAT}\n\n```python\n{task_source.strip()}\n```\n")
+
+
+def contrastive_prompt(task_source, device_name, exemplars):
+    """exemplars: (solution source, measured speedup) pairs, shown in the order given."""
+    parts = [plain_prompt(task_source, device_name),
+             "# Earlier solutions and their measured speedups over the reference\n"
+             "Analyse why the faster ones are faster, then write a variant faster than all of them.\n"]
+    for i, (source, speedup) in enumerate(exemplars, 1):
+        parts.append(f"## Solution {i}: speedup {speedup:.2f}x\n```python\n{source.strip()}\n```\n")
+    return "\n".join(parts)
+
+
+def solution_kind(source):
+    """'cuda', 'cpp' or 'pytorch': what a solution runs, judged from its text."""
+    if "__global__" in source or re.search(r"load_kernel\([^)]*['\"]cuda['\"]", source) or "cuda_sources" in source:
+        return "cuda"
+    if "load_kernel(" in source or "load_inline(" in source:
+        return "cpp"
+    return "pytorch"
+
+
+def format_answer(solution_source):
+    """The answer a solution file teaches: its first docstring is the performance analysis, a
+    summary of its kind the design, and its code (without the docstring) the implementation."""
+    tree = ast.parse(solution_source)
+    analysis = ast.get_docstring(tree)
+    if not analysis:
+        raise ValueError("solution has no module docstring to serve as its performance analysis")
+    code = "\n".join(solution_source.splitlines()[tree.body[0].end_lineno:]).strip()
+    kind = solution_kind(solution_source)
+    if kind == "cuda":
+        names = re.findall(r"__global__\s+void\s+(\w+)", solution_source)
+        design = f"Custom CUDA kernels ({', '.join(names) or 'inline'}) launched on the current stream."
+    elif kind == "cpp":
+        names = re.findall(r"m\.def\(\s*\"(\w+)\"", solution_source)
+        design = f"C++ with OpenMP ({', '.join(names) or 'inline'}) on raw CPU pointers."
+    else:
+        design = "A PyTorch-level rewrite: no native code."
+    return f"{HEADERS[0]}\n{analysis}\n\n{HEADERS[1]}\n{design}\n\n{HEADERS[2]}\n```python\n{code}\n```\n"
+
+
+def parse_answer(text):
+    """(ModelNew source, None) for a well-formed answer, else (None, the reason it is rejected)."""
+    starts = []
+    for h in HEADERS:
+        found = list(re.finditer(rf"^{re.escape(h)}[ \t]*$", text, re.M))
+        if len(found) != 1:
+            return None, f"section {h!r} appears {len(found)} times, not once"
+        starts.append(found[0])
+    if not starts[0].start() < starts[1].start() < starts[2].start():
+        return None, "sections out of order"
+    for a, b in zip(starts, starts[1:]):
+        if not text[a.end():b.start()].strip():
+            return None, f"section {a.group().strip()!r} is empty"
+    code = text[starts[2].end():]
+    n = len(re.findall(r"^```python[ \t]*$", code, re.M))
+    if n != 1:
+        return None, f"{HEADERS[2]} holds {n} ```python blocks, not one"
+    block = re.search(r"^```python[ \t]*\n(.*?)^```[ \t]*$", code, re.M | re.S)
+    if block is None:
+        return None, "the ```python block is never closed"
+    source = block.group(1)
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as e:
+        return None, f"code does not parse: line {e.lineno}: {e.msg}"
+    if not any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in tree.body):
+        return None, "code defines no class ModelNew"
+    return source, None
+
+
+# ---- contrastive RL (owned by the RL helper)
+#
+# Stage 3 turns judge records into a gradient. The pieces, in the order train_rl.py uses them:
+#   Bank             every judged solution per task with its record, appended to a JSONL file
+#   bucket_sample    CUDA-L1's exemplar choice: earlier correct solutions from distinct score buckets
+#   reward           f(record): log2 speedup for correct answers, a fixed floor for everything else
+#   group_advantages rewards normalised within each task's group of G samples, clipped to +-k
+#   pg_loss          -mean(advantage * log-prob of answer tokens), optional ratio clip and KL
+#   implausible      a speedup big enough that it must be judged again before it is believed
+
+import random  # the only import the RL section adds (exemplar draws are seeded per run)
+
+REWARD_FAIL = -2.0       # any answer that is not a correct ModelNew: parse, build, run, check or cheat
+REWARD_MIN, REWARD_MAX = -1.0, 3.0  # log2 speedup is clipped to [0.5x, 8x] for correct answers
+
+
+def reward(record):
+    """The RL reward, a function of the judge's record alone (the record evaluate.py prints).
+
+    Correct: clip(log2(speedup), -1, 3). Speedups compose by multiplication, so 1x -> 2x is worth
+    as much as 2x -> 4x; the clip keeps one lucky (or mismeasured) 50x from flattening every
+    other answer in its group once rewards are normalised. Failures get -2, below the worst
+    correct answer: a correct-but-slow rewrite must always beat a broken one, or the policy learns
+    that breaking code is as good as writing slow code. A cheat is a failure like any other.
+    """
+    s = record.get("speedup")
+    if not record.get("correct") or not s or s <= 0:
+        return REWARD_FAIL
+    return min(max(math.log2(s), REWARD_MIN), REWARD_MAX)
+
+
+def implausible(record, max_speedup):
+    """True for a correct record whose speedup exceeds `max_speedup` (0 disables the check).
+
+    A fixed bound rather than a roofline: it does not reject, it only asks the judge to measure
+    again, so a real 60x (KernelBench has tasks like diag(A) @ B) survives the second look.
+    """
+    s = record.get("speedup")
+    return bool(max_speedup > 0 and record.get("correct") and s and s > max_speedup)
+
+
+class Bank:
+    """Every judged solution, per task: {"step", "task", "source", "record"} lines in a JSONL file.
+
+    Append-only, so a killed run loses at most the line being written, and a resumed run reads back
+    everything measured so far (entries newer than the checkpoint are real measurements too, so
+    they are kept). Unparseable answers are not judged and never enter the bank.
+    """
+
+    def __init__(self, path=None, write=True):
+        self.path, self.write, self.entries = path, write, {}  # task -> [entry, ...] in judged order
+        if path and os.path.exists(path):  # write=False: read it, never touch it (ranks > 0)
+            with open(path, "rb") as f:
+                data = f.read()
+            if not data.endswith(b"\n"):  # a kill mid-write left a torn last line: cut it off
+                data = data[:data.rfind(b"\n") + 1]
+                if write:
+                    with open(path, "r+b") as f:
+                        f.truncate(len(data))
+            for line in data.decode().splitlines():
+                e = json.loads(line)
+                self.entries.setdefault(e["task"], []).append(e)
+
+    def add(self, task, source, record, step):
+        e = {"step": step, "task": task, "source": source, "record": record}
+        self.entries.setdefault(task, []).append(e)
+        if self.path and self.write:
+            with open(self.path, "a") as f:
+                f.write(json.dumps(e) + "\n")
+        return e
+
+    def correct(self, task):
+        """Distinct correct solutions of `task`, in first-judged order. A source judged several
+        times keeps its fastest measurement, so a task's best never goes down; noise can flatter
+        it a little, which is why big numbers are judged twice and `make eval` measures again."""
+        best = {}
+        for e in self.entries.get(task, []):
+            if e["record"].get("correct") and e["record"].get("speedup"):
+                have = best.get(e["source"])
+                if have is None or e["record"]["speedup"] > have["record"]["speedup"]:
+                    best[e["source"]] = e
+        return list(best.values())
+
+    def best(self, task):
+        """The correct entry with the highest speedup, or None."""
+        good = self.correct(task)
+        return max(good, key=lambda e: e["record"]["speedup"]) if good else None
+
+
+def bucket_sample(entries, k=2, n_buckets=4, temperature=1.0, rng=random):
+    """Pick up to k entries from k distinct score buckets (CUDA-L1's exemplar selection).
+
+    Scores are the rewards (log2 speedup). The score range is cut into n_buckets equal-width
+    buckets; a bucket is drawn with probability softmax(mean score / temperature) over the
+    non-empty ones, then one entry uniformly inside it, then the next bucket without replacement.
+    Distinct buckets make the prompt contrast a faster variant with a slower one, which is what
+    the analysis is asked to explain; the softmax leans toward fast ones without starving the rest.
+    Fewer than k come back when fewer buckets are filled. Sorted slowest first, fastest last.
+    """
+    if not entries:
+        return []
+    scores = [reward(e["record"]) for e in entries]
+    lo, hi = min(scores), max(scores)
+    width = (hi - lo) / n_buckets or 1.0  # all equal: one bucket
+    buckets = {}
+    for e, s in zip(entries, scores):
+        buckets.setdefault(min(int((s - lo) / width), n_buckets - 1), []).append((s, e))
+    picked = []
+    while buckets and len(picked) < k:
+        keys = list(buckets)
+        means = torch.tensor([sum(s for s, _ in buckets[b]) / len(buckets[b]) for b in keys])
+        probs = torch.softmax(means / temperature, 0).tolist()
+        b = rng.choices(keys, weights=probs)[0]
+        picked.append(rng.choice(buckets.pop(b)))
+    return [e for _, e in sorted(picked, key=lambda p: p[0])]
+
+
+def group_advantages(rewards, group_size, clip=1.5, std_floor=0.1):
+    """(B*G,) rewards, G consecutive per task -> (B*G,) advantages, clipped to +-clip.
+
+    GRPO's group baseline: a = (r - mean_group) / max(std_group, std_floor). The floor (in log2
+    units, ~7% speed) keeps timing noise between equally fast correct answers from being blown up
+    to full-size advantages; a group whose rewards are all equal gets zeros and no gradient.
+    CUDA-L1 clips at 1.5 so that one outlier cannot dominate a step.
+    """
+    r = torch.as_tensor(rewards, dtype=torch.float32).view(-1, group_size)  # (B, G)
+    std = r.std(1, unbiased=False, keepdim=True).clamp(min=std_floor)
+    return ((r - r.mean(1, keepdim=True)) / std).clamp(-clip, clip).view(-1)
+
+
+def pg_loss(logp, mask, adv, old_logp=None, clip_eps=0.0, ref_logp=None, kl_coef=0.0):
+    """Policy-gradient loss: -mean over answer tokens of (advantage * log-prob).
+
+    logp: (N, T) log-probs of the sampled answer tokens under the current policy (with grad);
+    mask: (N, T) 1 on answer tokens, 0 on padding; adv: (N,) one advantage per answer.
+    The mean is over all answer tokens of the batch (every token counts once, so a long answer
+    does not have its per-token signal diluted by its own length).
+
+    How this departs from CUDA-L1: the paper trains with GRPO, whose objective clips the token
+    ratio between the current and the sampling policy (PPO-style). Here one optimizer step follows
+    each batch of samples, so at that step the ratio is exactly 1 and the clip never acts: the
+    objective is REINFORCE with a group-normalised baseline, the same gradient in its simplest
+    form. Sampling and judging cost far more than a gradient step, so reusing a batch for several
+    steps buys little. The clip and a KL term stay as options, off until a measurement shows the
+    policy drifting (train_rl.py --ppo-epochs > 1 is what gives the clip something to do):
+      clip_eps > 0: PPO clip of exp(logp - old_logp) to [1 - eps, 1 + eps] (needs old_logp);
+      kl_coef > 0: k3 estimator of KL(policy || reference), exp(d) - d - 1 with d = ref - logp.
+    """
+    a = adv[:, None].to(logp.dtype)  # (N, 1)
+    if clip_eps > 0:
+        ratio = (logp - old_logp).exp()
+        obj = torch.min(ratio * a, ratio.clamp(1 - clip_eps, 1 + clip_eps) * a)
+    else:
+        obj = a * logp
+    if kl_coef > 0:
+        d = ref_logp - logp
+        obj = obj - kl_coef * (d.exp() - d - 1)
+    mask = mask.to(logp.dtype)
+    return -(obj * mask).sum() / mask.sum().clamp(min=1)

@@ -1,0 +1,216 @@
+"""The policy half of cudal1.py: tokenizer, model, KV-cache sampling, checkpoints, answer format."""
+import glob
+import json
+import os
+
+import pytest
+import torch
+
+import cudal1
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TASK = open(os.path.join(ROOT, "kernelbench", "level1", "19_ReLU.py")).read()
+SOLUTION = '''"""ReLU as clamp_min: one elementwise pass, the same memory traffic as torch.relu.
+
+Nothing to fuse here; this is the smallest correct answer."""
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.clamp_min(x, 0.0)
+'''
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny matmuls gain nothing from a second thread, and on a busy 2-core machine OpenMP's
+    barrier waits turn 50 us products into 10 ms ones."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def tiny(vocab_size, n_kv_head=2, block_size=128):
+    torch.manual_seed(0)
+    cfg = cudal1.Config(vocab_size=vocab_size, block_size=block_size, n_layer=2, n_head=4, n_kv_head=n_kv_head,
+                        n_embd=32, n_hidden=64)
+    return cudal1.Transformer(cfg).eval()
+
+
+@pytest.fixture(scope="module")
+def tok():
+    corpus = "".join(open(p).read() for p in sorted(glob.glob(os.path.join(ROOT, "kernelbench", "level1", "*.py")))[:20])
+    return cudal1.Tokenizer.train(corpus + SOLUTION, 400)
+
+
+def test_tokenizer_round_trip(tok):
+    assert tok.vocab_size == 400 and len(tok.merges) == 400 - 259
+    for text in (TASK, SOLUTION, "", "  \n\t x", "unicode: héllo → 🚀 ünïcödé\n", "<|end|> is plain text here"):
+        ids = tok.encode(text)
+        assert tok.decode(ids) == text
+        assert all(i < tok.prompt_id for i in ids)  # text never yields a special id
+    assert len(tok.encode(TASK)) < len(TASK.encode()) / 2  # merges learned on code compress code
+    # a tokenizer rebuilt from its saved state encodes the same
+    again = cudal1.Tokenizer(json.loads(json.dumps(tok.state()))["merges"])
+    assert again.encode(SOLUTION) == tok.encode(SOLUTION)
+    # the framing: <|prompt|> ... <|answer|> ... <|end|>, and decode drops the markers
+    ids = tok.encode_prompt("p") + tok.encode_answer("a")
+    assert ids[0] == tok.prompt_id and ids[-1] == tok.end_id and tok.decode(ids) == "pa"
+    assert cudal1.Tokenizer.train(TASK, 259).encode("ab") == list(b"ab")  # 259: plain bytes
+
+
+def test_llama_names():
+    names = set(tiny(300).state_dict())
+    for n in ("model.embed_tokens.weight", "model.layers.1.self_attn.q_proj.weight",
+              "model.layers.0.self_attn.o_proj.weight", "model.layers.0.mlp.gate_proj.weight",
+              "model.layers.0.mlp.down_proj.weight", "model.layers.0.input_layernorm.weight",
+              "model.layers.0.post_attention_layernorm.weight", "model.norm.weight", "lm_head.weight"):
+        assert n in names
+    assert not any("cos" in n or "sin" in n for n in names)  # RoPE tables are recomputed, not saved
+
+
+def test_checkpoint_round_trip(tmp_path, tok):
+    model = tiny(tok.vocab_size)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x = torch.tensor([tok.encode_prompt(TASK)[:100]])
+    model(x, torch.roll(x, -1, 1)).backward()
+    opt.step()
+    cudal1.save_checkpoint(str(tmp_path), model, tok, {"step": 7, "settings": {"lr": 1e-3}}, opt)
+    loaded, tok2, meta = cudal1.load_checkpoint(str(tmp_path))
+    assert meta["step"] == 7 and meta["settings"] == {"lr": 1e-3} and loaded.config == model.config
+    assert tok2.encode(TASK) == tok.encode(TASK)
+    with torch.no_grad():
+        assert torch.equal(loaded(x), model(x))
+    opt2 = torch.optim.AdamW(loaded.parameters(), lr=1e-3)
+    opt2.load_state_dict(meta["optimizer"])
+    want, have = opt.state_dict()["state"], opt2.state_dict()["state"]
+    assert want.keys() == have.keys()
+    for i in want:
+        assert all(torch.equal(want[i][k], have[i][k]) for k in ("step", "exp_avg", "exp_avg_sq"))
+
+
+def test_checkpoint_errors(tmp_path, tok):
+    with pytest.raises(FileNotFoundError, match="no checkpoint at"):
+        cudal1.load_checkpoint(str(tmp_path / "nothing"))
+    cudal1.save_checkpoint(str(tmp_path), tiny(tok.vocab_size), tok, {})
+    info = json.load(open(tmp_path / "config.json"))
+    info["config"]["n_layer"] = 3  # weights for 2 layers, config says 3
+    json.dump(info, open(tmp_path / "config.json", "w"))
+    with pytest.raises(ValueError, match="model.layers.2"):
+        cudal1.load_checkpoint(str(tmp_path))
+    info["config"]["n_layer"], info["config"]["n_experts"] = 2, 8  # a field this Config lacks
+    json.dump(info, open(tmp_path / "config.json", "w"))
+    with pytest.raises(ValueError, match="n_experts"):
+        cudal1.load_checkpoint(str(tmp_path))
+
+
+def naive(model, prompt, n, sample):
+    """Generation without a cache: the whole sequence through the model for every token."""
+    seq = list(prompt)
+    with torch.no_grad():
+        for _ in range(n):
+            seq.append(sample(model(torch.tensor([seq]))[:, -1]).item())
+    return seq[len(prompt):]
+
+
+@pytest.mark.parametrize("n_kv_head", [4, 2])
+def test_kv_cache_equals_naive(tok, n_kv_head):
+    model = tiny(tok.vocab_size, n_kv_head)
+    prompt = tok.encode_prompt("def forward(self, x):")
+    greedy = naive(model, prompt, 30, lambda logits: logits.argmax(-1))
+    rows = cudal1.generate(model, prompt, num_samples=3, max_new_tokens=30, temperature=0)
+    assert rows == [greedy] * 3
+    # sampling with one seed: the cached and the naive loop draw the same tokens
+    g1, g2 = torch.Generator().manual_seed(5), torch.Generator().manual_seed(5)
+    drawn = naive(model, prompt, 30, lambda l: cudal1.sample_next(l, 1.0, 50, 0.9, g1))
+    assert cudal1.generate(model, prompt, 1, 30, 1.0, 50, 0.9, g2) == [drawn]
+    # a row stops at the end id, and includes it
+    end = greedy[10]
+    stopped = cudal1.generate(model, prompt, 2, 30, temperature=0, end_id=end)
+    assert stopped == [greedy[:greedy.index(end) + 1]] * 2
+
+
+def test_sample_next_filters():
+    logits = torch.tensor([[4.0, 3.0, 2.0, 1.0, 0.0]]).repeat(2000, 1)
+    g = torch.Generator().manual_seed(0)
+    assert set(cudal1.sample_next(logits, 1.0, top_k=2, generator=g).tolist()) == {0, 1}
+    # probabilities ~.64 .24 .09 .03 .01: top_p .8 keeps the first two only
+    assert set(cudal1.sample_next(logits, 1.0, top_p=0.8, generator=g).tolist()) == {0, 1}
+    assert len(set(cudal1.sample_next(logits, 1.0, generator=g).tolist())) == 5
+
+
+def test_answer_logprobs_match_full_forward(tok):
+    model = tiny(tok.vocab_size)
+    prompt, answers = tok.encode_prompt("task"), [tok.encode_answer("short"), tok.encode_answer("a longer answer")]
+    logp, mask = cudal1.answer_logprobs(model, prompt, answers)
+    assert logp.shape == mask.shape == (2, len(answers[1])) and mask.sum() == sum(map(len, answers))
+    for i, a in enumerate(answers):  # each answer alone, unpadded
+        full = torch.log_softmax(model(torch.tensor([prompt + a]))[0, len(prompt) - 1:-1], -1)
+        want = full.gather(1, torch.tensor(a)[:, None]).squeeze(1)
+        torch.testing.assert_close(logp[i, :len(a)], want, atol=1e-5, rtol=1e-5)
+    logp.sum().backward()  # the PG loss differentiates through it
+    assert model.lm_head.weight.grad is not None
+
+
+def test_loss_falls(tok):
+    torch.manual_seed(0)
+    model = tiny(tok.vocab_size, block_size=256).train()
+    ids = (tok.encode_prompt(TASK[:200]) + tok.encode_answer(cudal1.format_answer(SOLUTION)))[:256]
+    x, y = torch.tensor([ids[:-1]]), torch.tensor([ids[1:]])
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(40):
+        loss = model(x, y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        losses.append(loss.item())
+    assert losses[-1] < 0.3 * losses[0]
+
+
+def test_prompts():
+    p = cudal1.plain_prompt(TASK, "NVIDIA H200")
+    assert "NVIDIA H200" in p and "torch.relu(x)" in p and all(h in p for h in cudal1.HEADERS)
+    c = cudal1.contrastive_prompt(TASK, "CPU", [("class ModelNew: pass  # one", 0.8), ("class ModelNew: pass  # two", 2.5)])
+    assert c.startswith(cudal1.plain_prompt(TASK, "CPU"))
+    assert c.index("0.80x") < c.index("# one") < c.index("2.50x") < c.index("# two")
+
+
+def test_format_and_parse_answer():
+    answer = cudal1.format_answer(SOLUTION)
+    source, reason = cudal1.parse_answer(answer)
+    assert reason is None and "class ModelNew" in source and "clamp_min" in source
+    assert '"""' not in source  # the docstring moved to the analysis section
+    assert answer.index("ReLU as clamp_min") < answer.index(cudal1.HEADERS[1]) < answer.index("PyTorch-level")
+    with pytest.raises(ValueError, match="docstring"):
+        cudal1.format_answer("import torch\nclass ModelNew: pass\n")
+    cuda = 'import cudal1\nsrc = "__global__ void relu_kernel(float* x) {}"\nk = cudal1.load_kernel(src, "cuda")'
+    assert cudal1.solution_kind(cuda) == "cuda" and "relu_kernel" in cudal1.format_answer('"""a."""\n' + cuda)
+    assert cudal1.solution_kind('m = cudal1.load_kernel(src, "cpp")  # m.def("relu", ...)') == "cpp"
+
+
+def test_parse_answer_rejects_malformed():
+    good = cudal1.format_answer(SOLUTION)
+    a, d, c = cudal1.HEADERS
+    code = good[good.index("```python"):]
+    cases = {
+        "missing analysis": (good.replace(a + "\n", ""), "appears 0 times"),
+        "twice": (good + "\n" + c + "\n" + code, "appears 2 times"),
+        "order": (f"{d}\nx\n\n{a}\ny\n\n{c}\n{code}", "out of order"),
+        "empty design": (good.replace("A PyTorch-level rewrite: no native code.", ""), "is empty"),
+        "no block": (good.replace("```python", "```"), "0 ```python blocks"),
+        "two blocks": (good + "\n```python\nx = 1\n```\n", "2 ```python blocks"),
+        "unclosed": (good.rstrip().removesuffix("```"), "never closed"),
+        "syntax": (good.replace("def forward(self, x):", "def forward(self, x)"), "does not parse"),
+        "no ModelNew": (good.replace("class ModelNew", "class Model"), "no class ModelNew"),
+        "cut short": (good[:len(good) // 2], "appears 0 times"),
+    }
+    for name, (text, why) in cases.items():
+        source, reason = cudal1.parse_answer(text)
+        assert source is None and why in reason, (name, reason)

@@ -1,0 +1,468 @@
+"""
+Stages 1 and 2 of cudal1: supervised fine-tuning on the verified solutions in kernels/, then rounds
+of self-training on the policy's own answers that the judge verified.
+
+Stage 1 trains next-token prediction on (plain prompt -> answer) pairs, one per solution file: the
+prompt is the task's reference source and the target device, the answer is the solution's docstring
+(the performance analysis), a design line and its code; the loss covers answer tokens only.
+Stage 2 (--rounds N) repeats: sample --num-samples answers per task, judge each parsed answer with
+evaluate.judge_many (the judge evaluate.py and the RL reward use), keep the correct ones whose code
+is new, fine-tune on solutions + kept answers. A last sample-and-judge pass after the final round
+gives the "after" numbers, so every run reports parse / compile / correct rates and speedups
+before and after stage 2.
+
+    python train_sft.py                                    # no GPU: ~1M params, 1 round on 3 tasks; ~10 min on 2 cores (make sft)
+    python train_sft.py                                    # one GPU: ~90M params, 1 round on 8 level-1 tasks; ~5 min on an H200
+    torchrun --standalone --nproc_per_node=8 train_sft.py  # 8 GPUs: each rank its own batches and share of stage-2 tasks
+    python train_sft.py --device cpu --steps 20 --num-samples 2 --out /tmp/sft   # a quick smoke run anywhere
+
+Everything goes to --out (out/sft): the checkpoint (model.safetensors, config.json with the
+settings, optimizer.safetensors), stage2.jsonl (one line of rates and speedups per round),
+selftrain.jsonl (the answers kept), judge/round<r>-rank<k>.jsonl (the judge's records) and
+report.md/.json (the summary; --report puts it elsewhere, e.g. results/). Run the same command
+again to resume: stage 1 from its last save, stage 2 after its last finished round; a finished run
+takes more rounds with a larger --rounds.
+"""
+
+import argparse
+import glob
+import json
+import math
+import os
+import random
+import re
+import statistics
+import sys
+import time
+from collections import Counter
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from tqdm import tqdm
+
+import cudal1
+
+parser = argparse.ArgumentParser(description="cudal1 stages 1-2: SFT on kernels/, then self-training rounds",
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+# ---- data
+parser.add_argument("--kernels", default="kernels", help="verified solutions, level*/NAME[.vK].py: the SFT data")
+parser.add_argument("--tasks", default="kernelbench", help="KernelBench tasks, level*/NAME.py")
+parser.add_argument("--kinds", default=None, help="solution kinds stage 1 trains on, of cuda,cpp,pytorch; "
+                    "unset: device default (a CPU trains on what runs on it)")
+parser.add_argument("--sample-tasks", default=None, help="stage-2 tasks, comma-separated paths under --tasks "
+                    "(level1/19_ReLU.py,...); 'all': every task with a solution that runs here; unset: device default")
+# ---- model (a fresh run only: a resumed run keeps its checkpoint's; -1: device default)
+parser.add_argument("--n-layer", type=int, default=-1)
+parser.add_argument("--n-head", type=int, default=-1)
+parser.add_argument("--n-embd", type=int, default=-1)
+parser.add_argument("--block-size", type=int, default=-1, help="longest prompt + answer, tokens; longer pairs are dropped")
+parser.add_argument("--vocab-size", type=int, default=-1, help="tokenizer: 256 bytes + merges + 3 specials; 259 = bytes only")
+# ---- stage 1
+parser.add_argument("--steps", type=int, default=-1, help="optimizer steps of stage 1; -1: device default")
+parser.add_argument("--batch-size", type=int, default=-1, help="sequences per step per rank; -1: device default")
+parser.add_argument("--lr", type=float, default=-1, help="peak learning rate, linear warmup then cosine to 10%%; "
+                    "-1: device default")
+parser.add_argument("--warmup", type=int, default=20, help="warmup steps")
+parser.add_argument("--weight-decay", type=float, default=0.1)
+parser.add_argument("--grad-clip", type=float, default=1.0, help="max gradient norm; 0: off")
+# ---- stage 2
+parser.add_argument("--rounds", type=int, default=-1, help="self-training rounds; 0: stage 1 only; -1: device default")
+parser.add_argument("--num-samples", type=int, default=-1, help="answers sampled per task per round; -1: device default")
+parser.add_argument("--max-new-tokens", type=int, default=-1, help="answer length cap; -1: what the block size leaves")
+parser.add_argument("--temperature", type=float, default=0.8, help="0: greedy")
+parser.add_argument("--top-k", type=int, default=0, help="0: off")
+parser.add_argument("--top-p", type=float, default=0.95, help="1: off")
+parser.add_argument("--round-steps", type=int, default=-1, help="fine-tuning steps per round; -1: device default")
+parser.add_argument("--round-lr", type=float, default=3e-4, help="constant learning rate of the round fine-tunes")
+# ---- judge
+parser.add_argument("--judge-jobs", type=int, default=0, help="judge workers building at once; 0: judge default")
+parser.add_argument("--trials", type=int, default=5, help="correctness trials per answer")
+parser.add_argument("--iters", type=int, default=20, help="timed calls per answer, at most")
+parser.add_argument("--timeout", type=int, default=120, help="seconds per answer for build, and for run")
+# ---- run
+parser.add_argument("--out", default="out/sft", help="checkpoint and logs folder; resumed when it holds a checkpoint")
+parser.add_argument("--device", default="", help="cuda or cpu; empty: cuda if present ($CUDAL1_DEVICE overrides)")
+parser.add_argument("--dtype", default="", help="compute dtype; empty: bfloat16 on cuda, float32 on cpu")
+parser.add_argument("--seed", type=int, default=1337)
+parser.add_argument("--log-every", type=int, default=10, help="steps between printed log lines")
+parser.add_argument("--save-every", type=int, default=100, help="stage-1 steps between checkpoints")
+parser.add_argument("--report", default="", help="write the run's summary to REPORT.md + .json; empty: <out>/report")
+args = parser.parse_args()
+
+# Settings left at -1 (or unset) take the device's default. CPU: a ~1M-parameter model on the C++
+# solutions (~1000 tokens each), which it learns almost by heart in 150 steps (loss ~0.05; on all
+# 18 CPU-runnable solutions it stays near 0.9 and no sample parses), then one round on 3 small
+# level-1 tasks whose references take milliseconds there. GPU: a ~90M model on every solution at
+# ~25k tokens per step, and stage 2 on the 8 level-1 tasks of the judge's first slice.
+FIRST_SLICE = ("19_ReLU", "20_LeakyReLU", "21_Sigmoid", "23_Softmax", "40_LayerNorm",
+               "47_Sum_reduction_over_a_dimension", "97_CosineSimilarityLoss", "12_Matmul_with_diagonal_matrices_")
+DEFAULTS = {
+    "cpu": dict(n_layer=4, n_head=4, n_embd=128, block_size=2048, vocab_size=1024, steps=150, batch_size=4, lr=3e-3,
+                rounds=1, num_samples=4, round_steps=20, kinds="cpp",
+                sample_tasks="level1/19_ReLU.py,level1/23_Softmax.py,level1/47_Sum_reduction_over_a_dimension.py"),
+    "cuda": dict(n_layer=12, n_head=12, n_embd=768, block_size=4096, vocab_size=2048, steps=400, batch_size=16,
+                 lr=6e-4, rounds=1, num_samples=4, round_steps=100, kinds="cuda,cpp,pytorch",
+                 sample_tasks=",".join(f"level1/{t}.py" for t in FIRST_SLICE)),
+}
+
+# ---- distributed and device
+ddp = "RANK" in os.environ  # launched by torchrun
+if ddp:
+    dist.init_process_group("nccl" if torch.cuda.is_available() and args.device != "cpu" else "gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    if torch.cuda.is_available() and args.device != "cpu":
+        torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+else:
+    rank, world = 0, 1
+master = rank == 0
+device, dtype = cudal1.autodetect(args.device or None, args.dtype or None)
+if device.type == "cuda" and device.index is None:
+    device = torch.device("cuda", torch.cuda.current_device())
+given = {k for k, v in vars(args).items() if v != parser.get_default(k)}  # set on the command line
+for k, v in DEFAULTS[device.type].items():
+    if getattr(args, k) in (-1, None):
+        setattr(args, k, v)
+torch.manual_seed(args.seed)
+target = cudal1.device_name(device)  # the device named in every prompt
+say = tqdm.write if master else (lambda *a, **k: None)
+bars = master and sys.stderr.isatty()  # progress bars for a person watching; logs get the lines
+os.makedirs(args.out, exist_ok=True)
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def runs_here(source):
+    """CUDA needs a GPU and C++ takes CPU pointers; PyTorch-level solutions run anywhere."""
+    kind = cudal1.solution_kind(source)
+    return kind == "pytorch" or (kind == "cuda") == (device.type == "cuda")
+
+
+def load_examples(kernels_dir, tasks_dir):
+    """One (task, prompt, answer) per solution file; its prompt names where the solution runs."""
+    examples = []
+    for path in sorted(glob.glob(os.path.join(kernels_dir, "level*", "*.py"))):
+        level, stem = os.path.basename(os.path.dirname(path)), os.path.basename(path)[:-3]
+        task = os.path.join(tasks_dir, level, re.sub(r"\.v\d+$", "", stem) + ".py")  # 19_ReLU.v2 -> 19_ReLU
+        source = read(path)
+        kind = cudal1.solution_kind(source)
+        if kind not in args.kinds.split(","):
+            continue
+        if not os.path.exists(task):
+            say(f"skip {path}: no task {task}")
+            continue
+        try:
+            answer = cudal1.format_answer(source)
+        except (ValueError, SyntaxError) as e:
+            say(f"skip {path}: {e}")
+            continue
+        code, reason = cudal1.parse_answer(answer)
+        if code is None:
+            say(f"skip {path}: {reason}")
+            continue
+        where = target if runs_here(source) else ("CPU" if kind == "cpp" else "NVIDIA GPU")
+        examples.append(dict(task=task, prompt=cudal1.plain_prompt(read(task), where), answer=answer, code=code))
+    return examples
+
+
+def code_key(task, source):
+    """Two answers are the same solution when their code matches up to blank lines and trailing spaces."""
+    return task, "\n".join(line.rstrip() for line in source.splitlines() if line.strip())
+
+
+# ---- data
+examples = load_examples(args.kernels, args.tasks)
+if not examples:
+    raise SystemExit(f"no solutions with a matching task under {args.kernels} (tasks from {args.tasks})")
+if args.sample_tasks == "all":
+    sample_tasks = sorted({e["task"] for e in examples if runs_here(e["code"])})
+else:
+    sample_tasks = [os.path.join(args.tasks, t) for t in args.sample_tasks.split(",") if t]
+    missing = [t for t in sample_tasks if not os.path.exists(t)]
+    if missing:
+        raise SystemExit(f"--sample-tasks: no such task file(s): {', '.join(missing)}")
+selftrain_path = os.path.join(args.out, "selftrain.jsonl")
+kept = [json.loads(line) for line in open(selftrain_path)] if os.path.exists(selftrain_path) else []
+
+# ---- model: resume from --out, or a fresh tokenizer and model
+step, start_round = 0, 0
+if os.path.exists(os.path.join(args.out, "config.json")):
+    try:
+        model, tok, meta = cudal1.load_checkpoint(args.out, device)
+    except ValueError as e:  # a checkpoint of another format or shape: say so, no traceback
+        raise SystemExit(f"cannot resume: {e}") from None
+    cfg = model.config
+    for k in ("n_layer", "n_head", "n_embd", "block_size", "vocab_size"):
+        if k in given and getattr(args, k) != getattr(cfg, k):
+            raise SystemExit(f"{args.out} holds a model with {k}={getattr(cfg, k)}, not {getattr(args, k)}: "
+                             "use another --out to start afresh")
+    step, start_round = meta["step"], meta["round"]
+    say(f"resumed {args.out}: stage-1 step {step}, stage-2 round {start_round}")
+else:
+    # The tokenizer learns from every text the policy will see: prompts (all sampled tasks too) and answers.
+    corpus = "".join(e["prompt"] + e["answer"] for e in examples)
+    corpus += "".join(cudal1.plain_prompt(read(t), target) for t in sample_tasks)
+    tok = cudal1.Tokenizer.train(corpus, args.vocab_size)
+    cfg = cudal1.Config(vocab_size=tok.vocab_size, block_size=args.block_size, n_layer=args.n_layer,
+                        n_head=args.n_head, n_kv_head=args.n_head, n_embd=args.n_embd,
+                        n_hidden=64 * math.ceil(8 * args.n_embd / 3 / 64))
+    model = cudal1.Transformer(cfg).to(device)
+    meta = {}
+raw_model = model
+if ddp:
+    model = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
+
+
+def encode(pairs):
+    """(ids, n_prompt) per (prompt, answer) that fits the block; prints what was dropped."""
+    out = []
+    for prompt, answer in pairs:
+        p, a = tok.encode_prompt(prompt), tok.encode_answer(answer)
+        if len(p) + len(a) <= cfg.block_size:
+            out.append((p + a, len(p)))
+    if len(out) < len(pairs):
+        say(f"dropped {len(pairs) - len(out)} of {len(pairs)} pairs longer than block_size {cfg.block_size}")
+    return out
+
+
+data = encode([(e["prompt"], e["answer"]) for e in examples])
+n_bytes = sum(len(e["answer"].encode()) for e in examples)
+n_tok = sum(len(tok.encode(e["answer"])) for e in examples)
+say(f"{len(examples)} solutions, {len(data)} fit; answer tokens per solution {n_tok / len(examples):.0f} "
+    f"({n_bytes / len(examples):.0f} bytes, {n_bytes / n_tok:.2f} bytes/token, vocab {tok.vocab_size}); "
+    f"model {raw_model.num_params() / 1e6:.2f}M params on {device} ({dtype}), {world} rank(s)")
+
+# ---- optimizer: weight decay on matrices only (embeddings included), never on norm gains
+decay = [p for p in raw_model.parameters() if p.dim() >= 2]
+no_decay = [p for p in raw_model.parameters() if p.dim() < 2]
+optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
+                               {"params": no_decay, "weight_decay": 0.0}], lr=args.lr, betas=(0.9, 0.95),
+                              fused=device.type == "cuda")
+if "optimizer" in meta:
+    optimizer.load_state_dict(meta["optimizer"])
+
+# Model FLOPs per sequence of t tokens, forward + backward (PaLM's count): 6 per parameter per
+# token, plus attention's 12 * n_layer * n_embd * t per token. Peak: dense bf16 of the GPU.
+# Matched by substring of the GPU's name, in this order: H200 before H20.
+PEAK_FLOPS = {"H100": 989e12, "H200": 989e12, "H20": 148e12, "A100": 312e12, "L40": 181e12, "3090": 71e12}
+peak = next((v for k, v in PEAK_FLOPS.items() if k in target), None) if device.type == "cuda" else None
+n_params = raw_model.num_params(embedding=False)
+gen = random.Random(args.seed + rank)  # batches differ across ranks
+
+
+def get_batch(pool, batch_size):
+    """batch_size random pairs, right-padded: x (B, T) ids, y (B, T) next ids, -1 off the answer."""
+    rows = [pool[gen.randrange(len(pool))] for _ in range(batch_size)]
+    T = max(len(ids) for ids, _ in rows) - 1
+    x = torch.zeros(batch_size, T, dtype=torch.long)
+    y = torch.full((batch_size, T), -1, dtype=torch.long)
+    for i, (ids, n_prompt) in enumerate(rows):
+        x[i, :len(ids) - 1] = torch.tensor(ids[:-1])
+        y[i, n_prompt - 1:len(ids) - 1] = torch.tensor(ids[n_prompt:])  # predict the answer, and its end
+    flops = sum(6 * n_params * len(ids) + 12 * cfg.n_layer * cfg.n_embd * len(ids) ** 2 for ids, _ in rows)
+    return x.to(device, non_blocking=True), y.to(device, non_blocking=True), sum(len(ids) for ids, _ in rows), flops
+
+
+def train_step(pool, lr):
+    """One optimizer step on a fresh batch; returns (loss, tokens, flops) summed over ranks' batches."""
+    x, y, tokens, flops = get_batch(pool, args.batch_size)
+    model.train()
+    with cudal1.autocast(device, dtype):
+        loss = model(x, y)
+    loss.backward()
+    if args.grad_clip > 0:
+        torch.nn.utils.clip_grad_norm_(raw_model.parameters(), args.grad_clip)
+    for g in optimizer.param_groups:
+        g["lr"] = lr
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return loss.item(), tokens * world, flops * world
+
+
+def save(step, round):
+    if master:
+        cudal1.save_checkpoint(args.out, raw_model, tok, {"settings": vars(args), "step": step, "round": round},
+                               optimizer)
+
+
+def lr_at(step):
+    if step < args.warmup:
+        return args.lr * (step + 1) / args.warmup
+    frac = (step - args.warmup) / max(1, args.steps - args.warmup)
+    return args.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(frac, 1.0))))
+
+
+# ---- stage 1: SFT on kernels/
+speeds = []  # (tokens/s, flops/s) of each stage-1 step this process ran
+if start_round == 0 and step < args.steps:
+    bar = tqdm(range(step, args.steps), desc="stage 1", initial=step, total=args.steps, disable=not bars,
+               dynamic_ncols=True)
+    for step in bar:
+        t0 = time.time()
+        loss, tokens, flops = train_step(data, lr_at(step))
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        dt = time.time() - t0
+        speeds.append((tokens / dt, flops / dt))
+        mfu = f" mfu {100 * flops / dt / (peak * world):.1f}%" if peak else ""
+        bar.set_postfix_str(f"loss {loss:.3f} {tokens / dt:,.0f} tok/s{mfu}")
+        if step % args.log_every == 0 or step == args.steps - 1:
+            say(f"step {step:5d} | loss {loss:.4f} | lr {lr_at(step):.2e} | {tokens / dt:,.0f} tok/s{mfu} | {dt * 1000:.0f} ms")
+        if (step + 1) % args.save_every == 0 or step == args.steps - 1:
+            save(step + 1, 0)
+    step = args.steps
+
+
+# ---- stage 2: sample -> judge -> keep correct, new solutions -> fine-tune
+def sample_answers(tasks, round):
+    """num_samples answers per task: list of dicts (task, text, stopped)."""
+    g = torch.Generator(device).manual_seed(args.seed + 1000 * round + rank)
+    raw_model.eval()
+    out = []
+    for task in tqdm(tasks, desc=f"round {round} sampling", disable=not bars, leave=False):
+        prompt = tok.encode_prompt(cudal1.plain_prompt(read(task), target))
+        with cudal1.autocast(device, dtype):
+            rows = cudal1.generate(raw_model, prompt, args.num_samples, args.max_new_tokens if args.max_new_tokens > 0
+                                   else cfg.block_size, args.temperature, args.top_k, args.top_p, g, tok.end_id)
+        out += [dict(task=task, text=tok.decode(r), stopped=r[-1:] == [tok.end_id]) for r in rows]
+    return out
+
+
+def judge_answers(answers, round):
+    """Parse every answer, judge each distinct parsed code once; fills in source/reason/record."""
+    import evaluate  # forkserver start-up happens here, not at import of this script
+    distinct = {}
+    for a in answers:
+        a["source"], a["reason"] = cudal1.parse_answer(a["text"])
+        if a["source"] is not None:
+            distinct.setdefault(code_key(a["task"], a["source"]), (a["task"], a["source"]))
+    keys = list(distinct)
+    where = str(device) if ddp else device.type  # under torchrun each rank judges on its own GPU
+    records = evaluate.judge_many([distinct[k] for k in keys], device=where, jobs=args.judge_jobs or None,
+                                  trials=args.trials, iters=args.iters, timeout=args.timeout,
+                                  out=os.path.join(args.out, "judge", f"round{round}-rank{rank}"),
+                                  progress=bars) if keys else []
+    by_key = dict(zip(keys, records))
+    for a in answers:
+        a["record"] = by_key[code_key(a["task"], a["source"])] if a["source"] is not None else None
+    return answers
+
+
+def round_stats(answers, round, final):
+    """The round's line: parse / compile / correct rates over all answers, speedups of correct ones."""
+    n = len(answers)
+    recs = [a["record"] for a in answers if a["record"] is not None]
+    speedups = [r["speedup"] for r in recs if r["correct"] and r["speedup"]]
+    best = {}
+    for a in answers:
+        if a["record"] and a["record"]["correct"] and a["record"]["speedup"]:
+            best[a["task"]] = max(best.get(a["task"], 0.0), a["record"]["speedup"])
+    return dict(round=round, final=final, answers=n, stopped=sum(a["stopped"] for a in answers) / n,
+                parsed=len(recs) / n, compiled=sum(r["status"] != "compile_error" for r in recs) / n,
+                correct=sum(r["correct"] for r in recs) / n,
+                speedup_mean=statistics.mean(speedups) if speedups else None,
+                speedup_median=statistics.median(speedups) if speedups else None,
+                speedup_max=max(speedups) if speedups else None, best_per_task=best,
+                statuses=dict(Counter(r["status"] for r in recs)),
+                rejects=dict(Counter(a["reason"] for a in answers if a["reason"]).most_common(5)))
+
+
+def new_solutions(answers, round):
+    """The correct answers whose code is neither a kernels/ solution nor kept before, once each."""
+    seen = {code_key(e["task"], e["code"]) for e in examples} | {code_key(k["task"], k["source"]) for k in kept}
+    new = []
+    for a in answers:
+        if a["record"] is not None and a["record"]["correct"] and code_key(a["task"], a["source"]) not in seen:
+            seen.add(code_key(a["task"], a["source"]))
+            new.append(dict(round=round, task=a["task"], text=a["text"], source=a["source"],
+                            speedup=a["record"]["speedup"]))
+    return new
+
+
+if args.rounds > 0 and not sample_tasks:
+    raise SystemExit("stage 2 has no tasks: no solution in --kernels runs on this device; set --sample-tasks")
+for rnd in range(start_round, args.rounds + 1) if args.rounds > 0 else []:
+    final = rnd == args.rounds  # after the last fine-tune: sample and judge once more, the "after" numbers
+    t0 = time.time()
+    answers = sample_answers(sample_tasks[rank::world], rnd)
+    t1 = time.time()
+    answers = judge_answers(answers, rnd)
+    t2 = time.time()
+    if ddp:
+        everyone = [None] * world
+        dist.all_gather_object(everyone, answers)
+        answers = [a for part in everyone for a in part]
+    stats = round_stats(answers, rnd, final)
+    new = [] if final else new_solutions(answers, rnd)
+    stats.update(kept=len(new), sample_s=round(t1 - t0, 1), judge_s=round(t2 - t1, 1))
+    sp = lambda v: "-" if v is None else f"{v:.2f}x"
+    say(f"round {rnd}{' (final)' if final else ''} | {stats['answers']} answers | parse {stats['parsed']:.0%} "
+        f"compile {stats['compiled']:.0%} correct {stats['correct']:.0%} | speedup mean {sp(stats['speedup_mean'])} "
+        f"median {sp(stats['speedup_median'])} max {sp(stats['speedup_max'])} | kept {len(new)} new | "
+        f"sample {t1 - t0:.0f}s judge {t2 - t1:.0f}s")
+    if stats["rejects"]:
+        say(f"  rejected: {stats['rejects']}")
+    if final:
+        if master:
+            with open(os.path.join(args.out, "stage2.jsonl"), "a") as f:
+                f.write(json.dumps(stats) + "\n")
+        save(step, rnd + 1)  # done: running the command again does nothing
+        break
+    kept += new
+    pool = data + encode([(cudal1.plain_prompt(read(k["task"]), target), k["text"]) for k in kept])
+    t3 = time.time()
+    bar = tqdm(range(args.round_steps), desc=f"round {rnd} fine-tune", disable=not bars, leave=False)
+    for i in bar:
+        loss, tokens, _ = train_step(pool, args.round_lr)
+        bar.set_postfix_str(f"loss {loss:.3f}")
+    stats.update(train_s=round(time.time() - t3, 1), pool=len(pool), loss=loss if args.round_steps else None)
+    if master:  # the kept answers first, so a resumed run never loses one the checkpoint trained on
+        with open(selftrain_path, "a") as f:
+            f.writelines(json.dumps(k) + "\n" for k in new)
+        with open(os.path.join(args.out, "stage2.jsonl"), "a") as f:
+            f.write(json.dumps(stats) + "\n")
+    save(step, rnd + 1)
+
+
+
+def write_report(path):
+    """Markdown + JSON: where and how it ran, stage-1 speed, and every stage-2 round so far."""
+    import evaluate
+    env = evaluate.environment(device.type)
+    rounds_path = os.path.join(args.out, "stage2.jsonl")
+    rounds = [json.loads(line) for line in open(rounds_path)] if os.path.exists(rounds_path) else []
+    steady = sorted(speeds[len(speeds) // 2:])  # the second half: past warm-up and allocator growth
+    tok_s = steady[len(steady) // 2][0] if steady else None
+    mfu = 100 * steady[len(steady) // 2][1] / (peak * world) if steady and peak else None
+    summary = dict(command="python " + " ".join(sys.argv), env=env, world=world, dtype=str(dtype), settings=vars(args),
+                   params=raw_model.num_params(), tokens_per_solution=n_tok / len(examples), solutions=len(examples),
+                   stage1=dict(steps=len(speeds), tokens_per_s=tok_s, mfu_percent=mfu), stage2=rounds)
+    sp = lambda v: "-" if v is None else f"{v:.2f}x"
+    lines = [f"# train_sft.py on {env['gpu']}", "",
+             f"`{summary['command']}`  ", f"commit {env['commit']}, torch {env['torch']}, {world} rank(s), {dtype}, "
+             f"{summary['params'] / 1e6:.1f}M params, {len(examples)} solutions at {n_tok / len(examples):.0f} tokens each", "",
+             "## Stage 1", "", f"median over the last half of {len(speeds)} steps run: "
+             + (f"{tok_s:,.0f} tokens/s" if tok_s else "no steps run") + (f", MFU {mfu:.1f}% of dense bf16 peak" if mfu else ""),
+             "", "## Stage 2 (rates over all sampled answers; speedups over the correct ones)", "",
+             "| round | answers | stopped | parse | compile | correct | mean | median | max | kept |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rounds:
+        when = " (after)" if r["final"] else " (before)" if r["round"] == 0 else ""
+        lines.append(f"| {r['round']}{when} | {r['answers']} | {r['stopped']:.0%} | "
+                     f"{r['parsed']:.0%} | {r['compiled']:.0%} | {r['correct']:.0%} | {sp(r['speedup_mean'])} | "
+                     f"{sp(r['speedup_median'])} | {sp(r['speedup_max'])} | {r['kept']} |")
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path + ".md", "w") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(path + ".json", "w") as f:
+        json.dump(summary, f, indent=1)
+    say(f"report: {path}.md")
+
+
+if master:
+    write_report(args.report or os.path.join(args.out, "report"))
+if ddp:
+    dist.destroy_process_group()
