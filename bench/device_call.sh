@@ -20,7 +20,7 @@ for step in "$@"; do
     compile-overhead) python3 bench/compile_overhead.py kernelbench/level1/19_ReLU.py 2>&1 | tail -4
           python3 bench/compile_overhead.py kernelbench/level1/1_Square_matrix_multiplication_.py 2>&1 | tail -4 ;;
     eval-fast)  # the whole library with the baseline's shorter timing (1 s of rounds per pair)
-          timeout "${BUDGET:-420}" python3 evaluate.py --tasks kernelbench --solutions kernels --gpu h200 --compile \
+          timeout "${BUDGET:-420}" python3 evaluate.py --tasks kernelbench ${IDS:+--ids $IDS} --solutions kernels --gpu h200 --compile \
             --time-budget 1 --iters 30 --out results/h200 2>&1 | tail -3 ;;
     sft) timeout "${BUDGET:-300}" make -s sft SFT_FLAGS="${SFT_FLAGS:-}" 2>&1 | tail -30 ;;
     ablation) timeout "${BUDGET:-300}" make -s rl-ablation GPU=h200 ABLATION_MINUTES="${ABLATION_MINUTES:-2}" 2>&1 | tail -30 ;;
