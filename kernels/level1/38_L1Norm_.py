@@ -1,0 +1,144 @@
+"""L1 normalisation (x / sum |x| per row) fused into one read, one write and one launch.
+
+Eager runs three kernels -- abs (writes a 1 MB temporary), a row sum over it, then the broadcast
+divide (reads x and the sums, writes the result) -- three dispatcher trips and ~4 MB of traffic for
+a 2 MB job. The input is (16, 16384) fp32: 16 rows of 64 KB. One block per row, the usual layout,
+puts the whole 1 MB on 16 of the H200's 132 SMs, each pulling 64 KB through its own load pipeline.
+Here each row is split over a thread-block cluster of 8 blocks (an sm_90 feature): 128 blocks on
+128 SMs, each holding 2 KB of the row in registers (two float4 per thread, loaded together), so the
+read costs about one DRAM round trip. Each block sums |x| over its slice (warp shuffles, then
+shared memory), publishes the partial, and after one cluster barrier every block adds the 8
+partials in rank order through distributed shared memory (all blocks get the same bits) and divides
+its registers by the total with an IEEE division, as eager does, storing with 128-bit writes.
+Expect ~2.5-3.5x: one launch instead of three, and a shorter kernel. Rows longer than 65536 or not
+a multiple of 4 fall back to the torch expression.
+"""
+import torch
+import torch.nn as nn
+
+import cudal1
+
+CUDA_SRC = r"""
+#include <pybind11/pybind11.h>
+#include <cuda_runtime.h>
+#include <cooperative_groups.h>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <cmath>
+
+namespace cg = cooperative_groups;
+#define TERM(a) fabsf(a)
+#define FINISH(t) (t)
+constexpr int CLUSTER = 8;    // blocks per row, exchanging partials through distributed shared memory
+constexpr int THREADS = 256;
+constexpr int WARPS = THREADS / 32;
+
+// Sum (or max) over the block; every thread gets the result. `red` is reused after a barrier.
+template <bool IS_MAX>
+__device__ __forceinline__ float block_reduce(float v, float* red) {
+    #pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const float u = __shfl_xor_sync(0xffffffffu, v, o);
+        v = IS_MAX ? fmaxf(v, u) : v + u;
+    }
+    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
+    __syncthreads();
+    float r = red[0];
+    #pragma unroll
+    for (int w = 1; w < WARPS; ++w) r = IS_MAX ? fmaxf(r, red[w]) : r + red[w];
+    __syncthreads();
+    return r;
+}
+
+// One row per cluster of 8 blocks; block `rank` owns float4s [rank*seg4, (rank+1)*seg4) of the row
+// and keeps them in registers. Each block publishes its partial sum of |x|; after one cluster barrier
+// every block adds the 8 partials in rank order (so all agree bit for bit) and writes x / sum |x|.
+template <int ITEMS>
+__global__ void __launch_bounds__(THREADS) l1_rows(const float* __restrict__ x,
+        float* __restrict__ y, int dim4, int seg4) {
+    __shared__ float red[WARPS];
+    __shared__ float part;               // this block's partial, read by the rest of the cluster
+    __shared__ float total;
+    cg::cluster_group cluster = cg::this_cluster();
+    const int rank = (int)cluster.block_rank();
+    const int64_t row = blockIdx.x / CLUSTER;
+    const float4* xr = reinterpret_cast<const float4*>(x) + row * dim4;
+    float4* yr = reinterpret_cast<float4*>(y) + row * dim4;
+    const int lo = rank * seg4, hi = min(lo + seg4, dim4);
+    float4 v[ITEMS];
+    float s = 0.f;
+    #pragma unroll
+    for (int k = 0; k < ITEMS; ++k) {  // all loads in flight together
+        const int i = lo + threadIdx.x + k * THREADS;
+        v[k] = i < hi ? __ldg(xr + i) : make_float4(0.f, 0.f, 0.f, 0.f);
+        s += (TERM(v[k].x) + TERM(v[k].y)) + (TERM(v[k].z) + TERM(v[k].w));
+    }
+    s = block_reduce<false>(s, red);
+    if (threadIdx.x == 0) part = s;
+    cluster.sync();  // every block's part is written and visible
+    if (threadIdx.x == 0) {
+        float t = 0.f;
+        for (int r = 0; r < CLUSTER; ++r) t += *cluster.map_shared_rank(&part, r);
+        total = FINISH(t);
+    }
+    __syncthreads();
+    const float d = total;
+    #pragma unroll
+    for (int k = 0; k < ITEMS; ++k) {
+        const int i = lo + threadIdx.x + k * THREADS;
+        if (i < hi) yr[i] = make_float4(v[k].x / d, v[k].y / d, v[k].z / d, v[k].w / d);
+    }
+    cluster.sync();  // no block leaves while another may still read its `part`
+}
+
+// Returns false when the shape is not handled (the caller falls back to torch).
+bool run(uintptr_t x, uintptr_t y, int64_t rows, int64_t dim, uintptr_t stream) {
+    if (dim % 4 != 0 || x % 16 != 0 || y % 16 != 0 || dim > 8LL * THREADS * CLUSTER * 4) return false;
+    if (rows == 0 || dim == 0) return true;
+    const int dim4 = (int)(dim / 4), seg4 = (dim4 + CLUSTER - 1) / CLUSTER;
+    const int items = (seg4 + THREADS - 1) / THREADS;  // float4 per thread: 1..8
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)(rows * CLUSTER));
+    cfg.blockDim = dim3(THREADS);
+    cfg.stream = reinterpret_cast<cudaStream_t>(stream);
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = CLUSTER;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    const float* xp = reinterpret_cast<const float*>(x);
+    float* yp = reinterpret_cast<float*>(y);
+    cudaError_t e;
+    if (items <= 1)      e = cudaLaunchKernelEx(&cfg, l1_rows<1>, xp, yp, dim4, seg4);
+    else if (items <= 2) e = cudaLaunchKernelEx(&cfg, l1_rows<2>, xp, yp, dim4, seg4);
+    else if (items <= 4) e = cudaLaunchKernelEx(&cfg, l1_rows<4>, xp, yp, dim4, seg4);
+    else                 e = cudaLaunchKernelEx(&cfg, l1_rows<8>, xp, yp, dim4, seg4);
+    if (e == cudaSuccess) e = cudaGetLastError();
+    if (e != cudaSuccess) throw std::runtime_error(std::string("l1_rows: ") + cudaGetErrorString(e));
+    return true;
+}
+
+PYBIND11_MODULE(MODULE_NAME, m) {
+    m.def("run", &run, "x / sum(|x|) over rows of a (rows, dim) fp32 tensor; false if unsupported");
+}
+"""
+
+_ext = cudal1.load_kernel(CUDA_SRC, "cuda")
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        if not x.is_cuda or x.dtype != torch.float32 or x.dim() != 2:
+            return x / torch.sum(torch.abs(x), dim=1, keepdim=True)
+        x = x.contiguous()
+        y = torch.empty_like(x)  # (batch_size, dim)
+        stream = torch._C._cuda_getCurrentRawStream(x.get_device())
+        if _ext.run(x.data_ptr(), y.data_ptr(), x.shape[0], x.shape[1], stream):
+            return y
+        return x / torch.sum(torch.abs(x), dim=1, keepdim=True)

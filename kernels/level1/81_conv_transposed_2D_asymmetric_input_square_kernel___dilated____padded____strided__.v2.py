@@ -1,0 +1,32 @@
+"""Exact-fp32 ConvTranspose2d: cuDNN with TF32 turned off for this call only.
+
+ConvTranspose2d (16, 32, 64, 128) -> (16, 64, 318, 638), kernel 3, stride (5, 5), padding (1, 1),
+dilation (2, 2): 2.42 G multiply-adds and a 831 MB output. Eager runs cuDNN with TF32 (PyTorch's
+default for convolutions), ~1e-3 relative error, which fails the strict fp32 tolerance. The
+simplest correct version is the same cuDNN call with allow_tf32 = False inside forward (the
+previous value restored afterwards), so cuDNN picks an fp32 CUDA-core algorithm. That needs at
+least 2.42 G / (132 SMs x 128 lanes x ~1.75 GHz) ~ 82 us of FMA issue against ~12 us of dense TF32
+tensor-core work and ~203 us of output writes for eager, so it is slower than eager, or at best
+level with it where both are bound by the output writes: expect ~0.7-1.0x. It is the baseline the
+3xTF32 variant improves on, and the fallback if cuDNN ever picks a TF32 algorithm whose error the
+3xTF32 split cannot remove.
+"""
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1,
+                 padding: int = 0, dilation: int = 1, bias: bool = False):
+        super().__init__()
+        self.conv_transpose2d = nn.ConvTranspose2d(in_channels, out_channels, kernel_size,
+                                                   stride=stride, padding=padding,
+                                                   dilation=dilation, bias=bias)
+
+    def forward(self, x):
+        prev = torch.backends.cudnn.allow_tf32
+        torch.backends.cudnn.allow_tf32 = False  # exact fp32 for this call only
+        try:
+            return self.conv_transpose2d(x)
+        finally:
+            torch.backends.cudnn.allow_tf32 = prev
