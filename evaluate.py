@@ -22,8 +22,10 @@ Models stay in training mode, as KernelBench leaves them (BatchNorm uses batch s
 Timing: every call is timed on the host clock with a full device synchronize before and after it,
 so work on side streams cannot escape the clock; the cost of one trivial launch + synchronize (the
 "floor", ~15 us) is measured in the same process and subtracted from every median. L2 is flushed and
-backend flags reset to PyTorch's defaults before each call; reference, solution and (--compile)
-torch.compile'd reference run in random order each round. speedup = reference median / solution median.
+backend flags reset to PyTorch's defaults before each call; reference and solution run in random
+order each round. speedup = reference median / solution median, both from one process. With
+--compile, each task's torch.compile'd reference is timed the same way in a reference-only worker
+(compilation starts threads and workers of its own that must not share a process with a solution).
 """
 
 import argparse
@@ -615,6 +617,11 @@ def judge_many(pairs, out=None, progress=False, command=None, **kw):
     opts["device"] = opts["device"] or default_device()
     jobs = opts["jobs"] or max(1, min(16, len(os.sched_getaffinity(0))))  # the cores we may use
     files = [(t, solution_file(s)) for t, s in pairs]
+    if opts["compile"]:
+        # torch.compile runs in a reference-only worker per task, never beside a solution: its
+        # compile pool starts threads of its own, which the solution's thread rule would have to
+        # excuse (on the H200 every solution read 'cheat:threads' from inductor's worker timer).
+        files += [(t, None) for t in dict.fromkeys(t for t, s in files if s is not None) if (t, None) not in files]
     keys = [_key(t, s) for t, s in files]
     results = [None] * len(files)
     done = {}
@@ -646,8 +653,6 @@ def judge_many(pairs, out=None, progress=False, command=None, **kw):
         rec = {"task": keys[i][0], "solution": keys[i][1], **rec}
         if "speedup" not in rec and rec.get("status") == "ok" and "sol_ms" in rec:
             rec["speedup"] = rec["ref_ms"] / rec["sol_ms"]
-            if "compile_ms" in rec:
-                rec["speedup_compile"] = rec["compile_ms"] / rec["sol_ms"]
         rec["correct"] = rec.get("status") == "ok" and sol is not None
         rec.setdefault("speedup", None)
         rec.update(wall_s=round(time.time() - w["t0"], 2), command=command, tolerance=f"{opts['tolerance']} atol={opts['atol']:g} rtol={opts['rtol']:g}",
@@ -680,7 +685,8 @@ def judge_many(pairs, out=None, progress=False, command=None, **kw):
                 finish(i, {"status": "skipped", "message": "CUDA solution: needs an NVIDIA GPU"})
                 continue
             parent, child = ctx.Pipe()
-            p = ctx.Process(target=_worker_main, args=(child, task, sol, opts))  # not daemonic: may have children
+            job = {**opts, "compile": opts["compile"] and sol is None}
+            p = ctx.Process(target=_worker_main, args=(child, task, sol, job))  # not daemonic: may have children
             p.start()
             child.close()
             running[i] = {"proc": p, "conn": parent, "phase": "build", "t0": time.time(),
@@ -740,7 +746,7 @@ def judge_many(pairs, out=None, progress=False, command=None, **kw):
                 finish(i, {"status": "timeout", "message": f"no result within {opts['timeout']} s ({w['phase']})"})
     if bar:
         bar.close()
-    return results
+    return results[:len(pairs)]
 
 
 class _Done:
@@ -774,10 +780,20 @@ def judge(task, solution, **kw):
 # -----------------------------------------------------------------------------
 # the report: a Markdown table and a JSON file beside the JSONL
 
+def with_compile(records):
+    """speedup_compile = the task's torch.compile time (its reference-only record) / solution time."""
+    compiled = {r["task"]: r["compile_ms"] for r in records if r.get("solution") is None and r.get("compile_ms")}
+    for r in records:
+        if r.get("solution") is not None and r.get("correct") and r["task"] in compiled:
+            r["speedup_compile"] = compiled[r["task"]] / r["sol_ms"]
+    return records
+
+
 def summarize(records):
     """Per task the best correct solution; KernelBench's fast_p counts correct AND speedup > p.
     Mean/median/geomean count a task with no correct solution as 1.0x (CUDA-L1's convention)."""
     best = {}
+    with_compile(records)
     for r in records:
         if r.get("solution") is None:
             continue
@@ -925,7 +941,7 @@ def main(argv=None):
         print(f"evaluate.py: {errors[0]['message']}", file=sys.stderr)
         return 2
     allrec = [json.loads(line) for line in open(out + ".jsonl") if line.strip().endswith("}")]
-    keys = {(r["task"], r["solution"]) for r in records}
+    keys = {(r["task"], r["solution"]) for r in records} | {(r["task"], None) for r in records}
     write_report(out, [r for r in allrec if (r["task"], r["solution"]) in keys])
     s = summarize(records)
     print(f"{len(records)} records -> {out}.md" + (f"; correct {s['correct']}/{s['tasks']}, "
