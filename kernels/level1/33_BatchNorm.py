@@ -80,7 +80,7 @@ __device__ __forceinline__ void decode_slot(int k, int C, int lag, bool& stats, 
     else { stats = false; c = C - lag + (k - (2 * C - lag)); }
 }
 
-__global__ void __launch_bounds__(THREADS) batch_norm_train(
+__global__ void __launch_bounds__(THREADS, 2) batch_norm_train(
         const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ w,
         const float* __restrict__ b, float* running_mean, float* running_var, long long* nbt,
         int* ws, int N, int C, int HW, int cpp, int lag, float momentum, float eps) {

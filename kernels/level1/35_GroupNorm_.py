@@ -78,7 +78,7 @@ __device__ __forceinline__ void decode_slot(int k, int S, int lag, bool& stats, 
     else { stats = false; g = S - lag + (k - (2 * S - lag)); }
 }
 
-__global__ void __launch_bounds__(THREADS) group_norm(
+__global__ void __launch_bounds__(THREADS, 2) group_norm(
         const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ w,
         const float* __restrict__ b, int* ws, int N, int C, int G, int HW, int cpp, int lag, float eps) {
     __shared__ float2 red2[WARPS];

@@ -1,18 +1,18 @@
 """Matrix-vector product as a split-K streaming kernel: 2048 blocks read A once at full bandwidth.
 
 (256 x 131072) @ (131072 x 1) is pure streaming: A is 128 MB and is read once, the vector (512 KB)
-stays in L2, and the math (67 MFLOP) is nothing. The floor is ~30 us at ~4.3 TB/s. With only 256
-rows, a kernel that gives each row to one block or warp has too few loads in flight to reach that,
-and each of its blocks re-reads the whole vector from L2. Here each block takes a 4-row x
-4096-column tile of A: grid (32 K-chunks, 64 row groups) = 2048 blocks of 256 threads, 8 resident
-per SM, so every SM keeps thousands of 128-bit loads outstanding. A thread loads one float4 of the
-vector and the matching float4 of each of its 4 rows (A with streaming, evict-first loads, since it
-is read once), so every vector load serves 4 rows and the L2 traffic for the vector is 32 MB rather
-than 128 MB. Partial dot products are reduced with warp shuffles, then across the block's 8 warps
-in shared memory, and one atomicAdd per row and chunk (32 per output, into a zeroed output)
-combines the chunks. The sum stays fp32 with short chains (16 FMAs per thread, then tree
-reductions), as accurate as the reference. Expect ~1.1-1.5x over eager's GEMV, depending on how far
-from the bandwidth floor that gets.
+stays in L2, and the math (67 MFLOP) is nothing. The floor is ~30 us at ~4.3 TB/s. A kernel that
+gives each of the 256 rows to one block has only 256 blocks to spread over 132 SMs, few loads in
+flight per SM, and re-reads the whole vector from L2 in every block. Here each block takes a 4-row
+x 4096-column tile of A: grid (32 K-chunks, 64 row groups) = 2048 blocks of 256 threads, 6 resident
+per SM (40 registers a thread), so every SM keeps thousands of 128-bit loads in flight. A thread
+loads one float4 of the vector and the matching float4 of each of its 4 rows (A with streaming,
+evict-first loads, since it is read once), so every vector load serves 4 rows and the L2 traffic
+for the vector is 32 MB rather than 128 MB. Partial dot products are reduced with warp shuffles,
+then across the block's 8 warps in shared memory, and one atomicAdd per row and chunk (32 per
+output, into a zeroed output) combines the chunks. The sum stays fp32 with short chains (16 FMAs
+per thread, then tree reductions), as accurate as the reference. Expect ~1.1-1.5x over eager's
+GEMV, depending on how far from the bandwidth floor that gets.
 """
 import torch
 import torch.nn as nn

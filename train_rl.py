@@ -1,0 +1,402 @@
+"""
+Stage 3 of cudal1: contrastive RL, the heart of CUDA-L1.
+
+Each step takes a batch of tasks and samples G answers for each to a contrastive prompt: the
+reference program plus up to two earlier correct solutions from the exemplar bank, with their
+measured speedups (cudal1.bucket_sample). The policy writes a performance analysis, a design and a
+new ModelNew. Every parsed answer is judged in one call to evaluate.judge_many (the judge of the
+CLI and of stage 2), each record becomes a reward (cudal1.reward), rewards are normalised within
+each task's group and clipped (cudal1.group_advantages), and one optimizer step follows on
+-mean(advantage * log-prob of the answer tokens) (cudal1.pg_loss). Every judged solution goes back
+into the bank, so the next prompt for a task contrasts its newest variants. --plain runs the same
+loop with plain prompts: the paper's ablation.
+
+    python train_rl.py                                       # from out/sft (make sft); GPU if present, else CPU
+    python train_rl.py --plain --out out/rl-plain            # the ablation, from the same checkpoint
+    torchrun --standalone --nproc_per_node=8 train_rl.py     # 8 GPUs: each step's tasks split over ranks
+    python train_rl.py --device cpu --steps 5                # CPU: 4 small level-1 tasks (make rl: 20 steps)
+
+Everything goes to --out (out/rl): the checkpoint (as train_sft.py writes it), bank.jsonl (every
+judged answer with its record), log.jsonl (one line per step), suspicious.jsonl (speedups judged a
+second time), and candidates/levelN/NAME.py + .json: each task's best correct solution so far, with
+the analysis as its docstring and the judge's record beside it, for a person to review before
+anything goes into kernels/. Kill it any time: the same command resumes from the last checkpoint.
+"""
+
+import argparse
+import glob
+import importlib.machinery
+import json
+import os
+import random
+import re
+import statistics
+import sys
+import time
+from collections import Counter
+
+import torch
+import torch.distributed as dist
+from tqdm import tqdm
+
+import cudal1
+import evaluate
+
+# Trap: the judge's workers come from multiprocessing's forkserver, which re-runs the parent's
+# main script in every new worker (to rebuild its globals) unless __main__ says it is a module
+# named "__main__". This flat script must run once, and the workers need nothing from it.
+sys.modules["__main__"].__spec__ = importlib.machinery.ModuleSpec("__main__", None)
+
+parser = argparse.ArgumentParser(description="cudal1 stage 3: contrastive RL from a stage-2 checkpoint",
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+# ---- data
+parser.add_argument("--init", default="out/sft", help="checkpoint to start from (train_sft.py's --out); "
+                    "unused once --out holds a checkpoint of its own")
+parser.add_argument("--kernels", default="kernels", help="verified solutions: the tasks that 'all' means")
+parser.add_argument("--tasks", default="kernelbench", help="KernelBench tasks, level*/NAME.py")
+parser.add_argument("--rl-tasks", default=None, help="comma-separated paths under --tasks (level1/19_ReLU.py,...); "
+                    "'all': every task with a solution in --kernels that runs here; unset: device default")
+# ---- sampling
+parser.add_argument("--plain", action="store_true", help="plain prompts, no exemplars: the paper's ablation")
+parser.add_argument("--tasks-per-step", type=int, default=-1, help="tasks per step, over all ranks; -1: device default")
+parser.add_argument("--num-samples", type=int, default=-1, help="G, answers per task per step; -1: device default")
+parser.add_argument("--max-new-tokens", type=int, default=-1, help="answer length cap; -1: what the block size leaves")
+parser.add_argument("--temperature", type=float, default=1.0, help="0: greedy (then every group is one answer G times)")
+parser.add_argument("--top-k", type=int, default=0, help="0: off")
+parser.add_argument("--top-p", type=float, default=0.95, help="1: off")
+# ---- exemplars (contrastive prompts)
+parser.add_argument("--exemplars", type=int, default=2, help="earlier correct solutions per prompt, at most")
+parser.add_argument("--buckets", type=int, default=4, help="score buckets the bank's correct solutions fall into")
+parser.add_argument("--bucket-temperature", type=float, default=1.0, help="softmax temperature, bucket mean log2 speedup")
+parser.add_argument("--min-answer-tokens", type=int, default=512, help="drop exemplars until this many tokens are left")
+# ---- reward and loss
+parser.add_argument("--adv-clip", type=float, default=1.5, help="advantages clipped to +-this (CUDA-L1: 1.5)")
+parser.add_argument("--std-floor", type=float, default=0.1, help="smallest group std of rewards divided by (log2 units)")
+parser.add_argument("--max-speedup", type=float, default=20.0, help="a speedup above this is judged again; 0: off")
+parser.add_argument("--ppo-epochs", type=int, default=1, help="optimizer steps per batch (>1 gives --clip-eps work)")
+parser.add_argument("--clip-eps", type=float, default=0.0, help="PPO ratio clip; 0: off")
+parser.add_argument("--kl-coef", type=float, default=0.0, help="k3 KL penalty to the --init policy; 0: off")
+# ---- optimization
+parser.add_argument("--steps", type=int, default=-1, help="RL steps in all, a resumed run included; -1: device default")
+parser.add_argument("--time-limit", type=float, default=-1, help="minutes; stop and save after the step that passes "
+                    "it; 0: none; -1: device default")
+parser.add_argument("--lr", type=float, default=-1, help="constant learning rate; -1: device default")
+parser.add_argument("--weight-decay", type=float, default=0.0)
+parser.add_argument("--grad-clip", type=float, default=1.0, help="max gradient norm; 0: off")
+# ---- judge
+parser.add_argument("--judge-jobs", type=int, default=0, help="judge workers building at once; 0: judge default")
+parser.add_argument("--trials", type=int, default=5, help="correctness trials per answer")
+parser.add_argument("--iters", type=int, default=20, help="timed calls per answer, at most")
+parser.add_argument("--timeout", type=int, default=120, help="seconds per answer for build, and for run")
+# ---- run
+parser.add_argument("--out", default="out/rl", help="checkpoint, bank and logs; resumed when it holds a checkpoint")
+parser.add_argument("--device", default="", help="cuda or cpu; empty: cuda if present ($CUDAL1_DEVICE overrides)")
+parser.add_argument("--dtype", default="", help="compute dtype; empty: bfloat16 on cuda, float32 on cpu")
+parser.add_argument("--seed", type=int, default=1337)
+parser.add_argument("--save-every", type=int, default=5, help="steps between checkpoints (the bank: every step)")
+args = parser.parse_args()
+
+# Left at -1 / unset, these follow the device. Few tasks on purpose: a task's prompt shows
+# exemplars only once the bank holds its earlier answers, so in a short run each task must come
+# back often. CPU: 4 level-1 tasks with C++ solutions and sub-millisecond references (a GEMM task
+# would spend the step timing its reference), 2 per step, 4 answers each. GPU: 8 level-1 tasks with
+# CUDA solutions, 4 per step, 8 answers each, stopping after 5 minutes so that `make train` fits one
+# 10-minute call on the H200. For a long run: --rl-tasks all.
+CPU_TASKS = ["19_ReLU", "23_Softmax", "47_Sum_reduction_over_a_dimension", "97_CosineSimilarityLoss"]
+GPU_TASKS = CPU_TASKS + ["12_Matmul_with_diagonal_matrices_", "26_GELU_", "40_LayerNorm", "88_MinGPTNewGelu"]
+DEFAULTS = {
+    "cpu": dict(rl_tasks=",".join(f"level1/{t}.py" for t in CPU_TASKS), tasks_per_step=2, num_samples=4,
+                steps=20, lr=1e-4, time_limit=0),
+    "cuda": dict(rl_tasks=",".join(f"level1/{t}.py" for t in GPU_TASKS), tasks_per_step=4, num_samples=8,
+                 steps=200, lr=5e-5, time_limit=5),
+}
+
+# ---- distributed and device
+ddp = "RANK" in os.environ  # launched by torchrun
+if ddp:
+    dist.init_process_group("nccl" if torch.cuda.is_available() and args.device != "cpu" else "gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    if torch.cuda.is_available() and args.device != "cpu":
+        torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+else:
+    rank, world = 0, 1
+master = rank == 0
+device, dtype = cudal1.autodetect(args.device or None, args.dtype or None)
+if device.type == "cuda" and device.index is None:
+    device = torch.device("cuda", torch.cuda.current_device())
+for k, v in DEFAULTS[device.type].items():
+    if getattr(args, k) in (-1, None):
+        setattr(args, k, v)
+target = cudal1.device_name(device)  # the device named in every prompt
+say = tqdm.write if master else (lambda *a, **k: None)
+os.makedirs(args.out, exist_ok=True)
+G = args.num_samples
+if G < 2:
+    raise SystemExit("--num-samples must be at least 2: advantages compare answers within a task's group")
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def runs_here(source):
+    """CUDA needs a GPU and C++ takes CPU pointers; PyTorch-level solutions run anywhere."""
+    kind = cudal1.solution_kind(source)
+    return kind == "pytorch" or (kind == "cuda") == (device.type == "cuda")
+
+
+# ---- model: resume from --out, else start from --init (stage 2's checkpoint)
+resumed = os.path.exists(os.path.join(args.out, "config.json"))
+model, tok, meta = cudal1.load_checkpoint(args.out if resumed else args.init, device)
+cfg = model.config
+if resumed and meta.get("stage") != "rl":
+    raise SystemExit(f"{args.out} holds a checkpoint that train_rl.py did not write: use another --out")
+step = meta["step"] if resumed else 0
+start = f"resumed {args.out} at step {step}" if resumed else f"starting from {args.init}"
+say(f"{start}: {model.num_params() / 1e6:.2f}M params on {device} ({dtype}), {world} rank(s), "
+    f"{'plain' if args.plain else 'contrastive'} prompts")
+ref_model = None
+if args.kl_coef > 0:  # the frozen stage-2 policy the KL term pulls toward
+    ref_model = cudal1.load_checkpoint(args.init, device)[0].eval().requires_grad_(False)
+
+decay = [p for p in model.parameters() if p.dim() >= 2]
+no_decay = [p for p in model.parameters() if p.dim() < 2]
+optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
+                               {"params": no_decay, "weight_decay": 0.0}], lr=args.lr, betas=(0.9, 0.95),
+                              fused=device.type == "cuda")
+if resumed and "optimizer" in meta:  # a fresh run starts a fresh optimizer: SFT's moments fit another loss
+    optimizer.load_state_dict(meta["optimizer"])
+    for g in optimizer.param_groups:
+        g["lr"] = args.lr
+
+# ---- tasks: those whose plain prompt leaves room for an answer
+if args.rl_tasks == "all":
+    tasks = set()
+    for path in glob.glob(os.path.join(args.kernels, "level*", "*.py")):
+        level, stem = os.path.basename(os.path.dirname(path)), os.path.basename(path)[:-3]
+        task = os.path.join(args.tasks, level, re.sub(r"\.v\d+$", "", stem) + ".py")  # 19_ReLU.v2 -> 19_ReLU
+        if os.path.exists(task) and runs_here(read(path)):
+            tasks.add(task)
+    tasks = sorted(tasks)
+else:
+    tasks = [os.path.join(args.tasks, t) for t in args.rl_tasks.split(",") if t]
+    missing = [t for t in tasks if not os.path.exists(t)]
+    if missing:
+        raise SystemExit(f"--rl-tasks: no such task file(s): {', '.join(missing)}")
+too_long = [t for t in tasks
+            if len(tok.encode_prompt(cudal1.plain_prompt(read(t), target))) + args.min_answer_tokens > cfg.block_size]
+if too_long:
+    say(f"skipping {len(too_long)} task(s) whose prompt leaves < {args.min_answer_tokens} tokens: {', '.join(too_long)}")
+tasks = [t for t in tasks if t not in too_long]
+if not tasks:
+    raise SystemExit("no RL tasks: set --rl-tasks")
+bank = cudal1.Bank(os.path.join(args.out, "bank.jsonl"), write=master)
+log_path = os.path.join(args.out, "log.jsonl")
+if master and os.path.exists(log_path):  # steps past the checkpoint will run again: forget their lines
+    lines = [line for line in open(log_path) if line.endswith("\n") and json.loads(line)["step"] < step]
+    with open(log_path, "w") as f:
+        f.writelines(lines)
+key = {t: evaluate.task_key(t) for t in tasks}  # 'level1/19_ReLU.py': the bank's and the judge's name
+say(f"{len(tasks)} task(s), {args.tasks_per_step} per step, G={G}; bank holds "
+    f"{sum(len(v) for v in bank.entries.values())} judged answers")
+
+
+def step_tasks(step):
+    """The step's tasks: consecutive slices of seeded shuffles (one per epoch), so a resumed run
+    continues the same order and every task comes up equally often."""
+    out = []
+    for i in range(step * args.tasks_per_step, (step + 1) * args.tasks_per_step):
+        epoch, j = divmod(i, len(tasks))
+        order = tasks[:]
+        random.Random(args.seed + epoch).shuffle(order)
+        out.append(order[j])
+    return out
+
+
+def make_prompt(task, rng):
+    """(prompt ids, exemplars shown): plain, or the task with up to --exemplars earlier correct
+    solutions drawn from the bank; the slowest is dropped first while the prompt is too long."""
+    source = read(task)
+    shown = [] if args.plain else cudal1.bucket_sample(bank.correct(key[task]), args.exemplars, args.buckets,
+                                                        args.bucket_temperature, rng)
+    while True:
+        text = (cudal1.contrastive_prompt(source, target, [(e["source"], e["record"]["speedup"]) for e in shown])
+                if shown else cudal1.plain_prompt(source, target))  # an empty bank shows nothing: plain
+        ids = tok.encode_prompt(text)
+        if not shown or len(ids) + args.min_answer_tokens <= cfg.block_size:
+            return ids, len(shown)
+        shown = shown[1:]
+
+
+def judge(groups):
+    """Parse every answer, judge each distinct (task, code) once in one call, and judge again any
+    speedup above --max-speedup (with 2x trials, 5x iters): the second record is the one that counts.
+    Returns the answers (dicts with task, text, source, record) and the suspicious re-judgements."""
+    answers = []
+    for g in groups:
+        for row in g["rows"]:
+            text = tok.decode(row)
+            source, reason = cudal1.parse_answer(text)
+            answers.append(dict(task=g["task"], text=text, source=source, stopped=row[-1:] == [tok.end_id],
+                                record=dict(status="parse_error", message=reason, correct=False, speedup=None)))
+    pairs = list(dict.fromkeys((a["task"], a["source"]) for a in answers if a["source"] is not None))
+    opts = dict(device=str(device) if ddp else device.type, jobs=args.judge_jobs or None, trials=args.trials,
+                iters=args.iters, timeout=args.timeout)
+    records = evaluate.judge_many(pairs, **opts) if pairs else []
+    again = [i for i, r in enumerate(records) if cudal1.implausible(r, args.max_speedup)]
+    suspicious = []
+    if again:
+        second = evaluate.judge_many([pairs[i] for i in again], **{**opts, "trials": 2 * args.trials,
+                                                                     "iters": 5 * args.iters})
+        for i, r in zip(again, second):
+            suspicious.append(dict(step=step, task=key[pairs[i][0]], first=records[i]["speedup"],
+                                   second=r["speedup"], status=r["status"], source=pairs[i][1]))
+            records[i] = r
+    by_pair = dict(zip(pairs, records))
+    for a in answers:
+        if a["source"] is not None:
+            a["record"] = by_pair[(a["task"], a["source"])]
+    return answers, suspicious
+
+
+def policy_step(groups, adv):
+    """--ppo-epochs optimizer steps (default one) on this batch; returns the last loss, or None
+    when no group anywhere had a signal (all its rewards equal). Groups without one are skipped:
+    their advantages are zero, so they would add only forward passes and count in the mean."""
+    live = [(g, adv[i * G:(i + 1) * G]) for i, g in enumerate(groups) if adv[i * G:(i + 1) * G].abs().sum() > 0]
+    n_tok = torch.tensor(float(sum(len(r) for g, _ in live for r in g["rows"])), device=device)
+    if ddp:
+        dist.all_reduce(n_tok)  # the loss is a mean over the answer tokens of every rank
+    if n_tok.item() == 0:
+        return None
+    model.train()
+    old, ref = {}, {}
+    for epoch in range(args.ppo_epochs):
+        total = 0.0
+        for i, (g, a) in enumerate(live):
+            with cudal1.autocast(device, dtype):
+                logp, mask = cudal1.answer_logprobs(model, g["prompt"], g["rows"])  # (G, L) each
+                if ref_model is not None and i not in ref:
+                    with torch.no_grad():
+                        ref[i] = cudal1.answer_logprobs(ref_model, g["prompt"], g["rows"])[0]
+            old.setdefault(i, logp.detach())  # the sampling policy's log-probs: the first epoch's
+            loss = cudal1.pg_loss(logp, mask, a.to(device), old[i], args.clip_eps, ref.get(i), args.kl_coef)
+            loss = loss * mask.sum() / n_tok  # group mean -> its share of the batch's token mean
+            loss.backward()
+            total += loss.item()
+        if ddp:  # gradients summed over ranks; a rank with no live group still takes part
+            for p in model.parameters():
+                if p.grad is None:
+                    p.grad = torch.zeros_like(p)
+                dist.all_reduce(p.grad)
+        if args.grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    return total
+
+
+def write_candidate(a, step):
+    """A task's new best: candidates/levelN/NAME.py (the analysis as its docstring, then the code)
+    and NAME.json (the judge's record). Never into kernels/: a person reviews and copies it."""
+    level, name = key[a["task"]].split("/")
+    path = os.path.join(args.out, "candidates", level, name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    h = cudal1.HEADERS
+    analysis = a["text"].split(h[0], 1)[1].split(h[1], 1)[0].strip().replace('"""', "'''")
+    with open(path, "w") as f:
+        f.write(f'"""{analysis}\n"""\n{a["source"]}')
+    with open(path[:-3] + ".json", "w") as f:
+        json.dump(dict(step=step, task=key[a["task"]], record=a["record"]), f, indent=1)
+
+
+def save():
+    if master:
+        cudal1.save_checkpoint(args.out, model, tok, {"settings": vars(args), "step": step, "stage": "rl",
+                                                      "init": args.init}, optimizer)
+
+
+# ---- the loop: sample -> judge -> reward -> advantage -> step -> bank
+t_start = time.time()
+while step < args.steps:
+    t0 = time.time()
+    model.eval()
+    rng = random.Random(f"{args.seed}-{step}-{rank}")  # exemplar draws
+    gen = torch.Generator(device).manual_seed(args.seed * 1_000_003 + step * 1000 + rank)
+    groups = []
+    for task in tqdm(step_tasks(step)[rank::world], desc=f"step {step} sampling", disable=not master, leave=False):
+        prompt, shown = make_prompt(task, rng)
+        with cudal1.autocast(device, dtype):
+            rows = cudal1.generate(model, prompt, G, args.max_new_tokens if args.max_new_tokens > 0 else cfg.block_size,
+                                   args.temperature, args.top_k, args.top_p, gen, tok.end_id)
+        groups.append(dict(task=task, prompt=prompt, rows=rows, shown=shown))
+    t1 = time.time()
+    answers, suspicious = judge(groups)
+    t2 = time.time()
+    rewards = [cudal1.reward(a["record"]) for a in answers]  # G consecutive answers per group
+    adv = cudal1.group_advantages(rewards, G, args.adv_clip, args.std_floor)
+    loss = policy_step(groups, adv)
+    t3 = time.time()
+
+    # ---- every rank's answers to every rank: the bank stays identical everywhere; rank 0 writes
+    for a, r in zip(answers, rewards):
+        a["reward"] = r
+    shown = [g["shown"] for g in groups]
+    if ddp:
+        parts = [None] * world
+        dist.all_gather_object(parts, (answers, suspicious, shown))
+        answers = [a for p in parts for a in p[0]]
+        suspicious = [s for p in parts for s in p[1]]
+        shown = [n for p in parts for n in p[2]]
+    best_before = {t: bank.best(key[t]) for t in set(a["task"] for a in answers)}
+    for a in answers:
+        if a["source"] is not None:
+            bank.add(key[a["task"]], a["source"], a["record"], step)
+    for t, before in best_before.items():
+        mine = [a for a in answers if a["task"] == t and a["record"]["correct"] and a["record"]["speedup"]]
+        new = max(mine, key=lambda a: a["record"]["speedup"], default=None)
+        if master and new and (before is None or new["record"]["speedup"] > before["record"]["speedup"]):
+            write_candidate(new, step)
+
+    # ---- one line per step, and the same numbers in log.jsonl
+    n = len(answers)
+    recs = [a["record"] for a in answers]
+    rewards = [a["reward"] for a in answers]
+    parsed = sum(a["source"] is not None for a in answers) / n
+    compiled = sum(r["status"] not in ("parse_error", "compile_error", "skipped") for r in recs) / n
+    correct = sum(bool(r["correct"]) for r in recs) / n
+    best = {key[t]: (bank.best(key[t]) or {"record": {"speedup": None}})["record"]["speedup"] for t in tasks}
+    line = dict(step=step, reward_mean=statistics.mean(rewards), reward_max=max(rewards), loss=loss,
+                stopped=sum(a["stopped"] for a in answers) / n, parsed=parsed, compiled=compiled, correct=correct,
+                exemplars=statistics.mean(shown) if shown else 0, best=best, suspicious=len(suspicious),
+                statuses=dict(Counter(r["status"] for r in recs)),
+                rejects=dict(Counter(r["message"] for r in recs if r["status"] == "parse_error").most_common(3)),
+                sample_s=round(t1 - t0, 1), judge_s=round(t2 - t1, 1), train_s=round(t3 - t2, 1),
+                elapsed_s=round(time.time() - t_start, 1))
+    in_step = sorted({key[t] for t in step_tasks(step)})
+    bests = " ".join(f"{k.split('/')[1][:-3][:12]} {'-' if best[k] is None else f'{best[k]:.2f}x'}" for k in in_step)
+    say(f"step {step + 1:4d}/{args.steps} | reward mean {line['reward_mean']:+.2f} max {line['reward_max']:+.2f} | "
+        f"parse {parsed:.0%} compile {compiled:.0%} correct {correct:.0%} | best {bests} | "
+        f"sample {t1 - t0:.0f}s judge {t2 - t1:.0f}s train {t3 - t2:.0f}s"
+        + (f" | {len(suspicious)} judged twice" if suspicious else ""))
+    if master:
+        with open(log_path, "a") as f:
+            f.write(json.dumps(line) + "\n")
+        if suspicious:
+            with open(os.path.join(args.out, "suspicious.jsonl"), "a") as f:
+                f.writelines(json.dumps(s) + "\n" for s in suspicious)
+
+    # ---- save; stop at the time limit (rank 0's clock decides for everyone)
+    step += 1
+    stop = torch.tensor(float(args.time_limit > 0 and time.time() - t_start > 60 * args.time_limit), device=device)
+    if ddp:
+        dist.broadcast(stop, 0)
+    if step % args.save_every == 0 or step == args.steps or stop.item():
+        save()
+    if stop.item():
+        say(f"time limit of {args.time_limit:g} min reached at step {step}")
+        break
+
+if ddp:
+    dist.destroy_process_group()
