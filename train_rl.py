@@ -25,13 +25,11 @@ anything goes into kernels/. Kill it any time: the same command resumes from the
 
 import argparse
 import glob
-import importlib.machinery
 import json
 import os
 import random
 import re
 import statistics
-import sys
 import time
 from collections import Counter
 
@@ -41,11 +39,6 @@ from tqdm import tqdm
 
 import cudal1
 import evaluate
-
-# Trap: the judge's workers come from multiprocessing's forkserver, which re-runs the parent's
-# main script in every new worker (to rebuild its globals) unless __main__ says it is a module
-# named "__main__". This flat script must run once, and the workers need nothing from it.
-sys.modules["__main__"].__spec__ = importlib.machinery.ModuleSpec("__main__", None)
 
 parser = argparse.ArgumentParser(description="cudal1 stage 3: contrastive RL from a stage-2 checkpoint",
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
