@@ -105,6 +105,23 @@ def autodetect(device=None, dtype=None):
     return device, getattr(torch, dtype)
 
 
+def init_run(device=None, dtype=None):
+    """(rank, world, device, dtype) of this process: under torchrun, join the process group
+    (nccl on GPUs, gloo on the CPU) and take this rank's GPU; alone, rank 0 of 1."""
+    import torch.distributed as dist
+    rank, world = 0, 1
+    if "RANK" in os.environ:  # launched by torchrun
+        gpu = torch.cuda.is_available() and device != "cpu"
+        dist.init_process_group("nccl" if gpu else "gloo")
+        rank, world = dist.get_rank(), dist.get_world_size()
+        if gpu:
+            torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+    device, dtype = autodetect(device, dtype)
+    if device.type == "cuda" and device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
+    return rank, world, device, dtype
+
+
 def autocast(device, dtype):
     """The context every forward pass runs in: autocast to `dtype`, or nothing for float32."""
     if dtype == torch.float32:

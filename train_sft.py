@@ -107,18 +107,8 @@ DEFAULTS = {
 }
 
 # ---- distributed and device
-ddp = "RANK" in os.environ  # launched by torchrun
-if ddp:
-    dist.init_process_group("nccl" if torch.cuda.is_available() and args.device != "cpu" else "gloo")
-    rank, world = dist.get_rank(), dist.get_world_size()
-    if torch.cuda.is_available() and args.device != "cpu":
-        torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
-else:
-    rank, world = 0, 1
-master = rank == 0
-device, dtype = cudal1.autodetect(args.device or None, args.dtype or None)
-if device.type == "cuda" and device.index is None:
-    device = torch.device("cuda", torch.cuda.current_device())
+rank, world, device, dtype = cudal1.init_run(args.device or None, args.dtype or None)
+ddp, master = "RANK" in os.environ, rank == 0  # ddp: launched by torchrun
 given = {k for k, v in vars(args).items() if v != parser.get_default(k)}  # set on the command line
 for k, v in DEFAULTS[device.type].items():
     if getattr(args, k) in (-1, None):
