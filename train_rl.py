@@ -53,8 +53,9 @@ parser.add_argument("--rl-tasks", default=None, help="comma-separated paths unde
 parser.add_argument("--plain", action="store_true", help="plain prompts, no exemplars: the paper's ablation")
 parser.add_argument("--tasks-per-step", type=int, default=-1, help="tasks per step, over all ranks; -1: device default")
 parser.add_argument("--num-samples", type=int, default=-1, help="G, answers per task per step; -1: device default")
-parser.add_argument("--max-new-tokens", type=int, default=-1, help="answer length cap; -1: what the block size leaves")
-parser.add_argument("--temperature", type=float, default=1.0, help="0: greedy (then every group is one answer G times)")
+parser.add_argument("--max-new-tokens", type=int, default=-1, help="answer length cap; -1: device default; 0: what the "
+                    "block size leaves")
+parser.add_argument("--temperature", type=float, default=0.8, help="as stage 2; 0: greedy (a group of G equal answers)")
 parser.add_argument("--top-k", type=int, default=0, help="0: off")
 parser.add_argument("--top-p", type=float, default=0.95, help="1: off")
 # ---- exemplars (contrastive prompts)
@@ -94,14 +95,19 @@ args = parser.parse_args()
 # back often. CPU: 4 level-1 tasks with C++ solutions and sub-millisecond references (a GEMM task
 # would spend the step timing its reference), 2 per step, 4 answers each. GPU: 8 level-1 tasks with
 # CUDA solutions, 4 per step, 8 answers each, stopping after 5 minutes so that `make train` fits one
-# 10-minute call on the H200. For a long run: --rl-tasks all.
+# 10-minute call on the H200. For a long run: --rl-tasks all. The learning rates are small because
+# the policy is small and has memorised its few solutions: on the CPU, 1e-4 let the parse rate of
+# --plain answers drift from ~80% to ~25% within 12 steps (8 answers a step, so a noisy reading).
+# On the GPU answers are capped at 3072 tokens (~1.3x the longest solution of these tasks, 40_LayerNorm
+# at 8 KB): a group samples in one batch, so one answer that never stops keeps all G decoding to the
+# end of the block (the first H200 step spent 111 s of 132 sampling). The CPU's block is the cap.
 CPU_TASKS = ["19_ReLU", "23_Softmax", "47_Sum_reduction_over_a_dimension", "97_CosineSimilarityLoss"]
 GPU_TASKS = CPU_TASKS + ["12_Matmul_with_diagonal_matrices_", "26_GELU_", "40_LayerNorm", "88_MinGPTNewGelu"]
 DEFAULTS = {
     "cpu": dict(rl_tasks=",".join(f"level1/{t}.py" for t in CPU_TASKS), tasks_per_step=2, num_samples=4,
-                steps=20, lr=1e-4, time_limit=0),
+                steps=20, lr=3e-5, time_limit=0, max_new_tokens=0),
     "cuda": dict(rl_tasks=",".join(f"level1/{t}.py" for t in GPU_TASKS), tasks_per_step=4, num_samples=8,
-                 steps=200, lr=5e-5, time_limit=5),
+                 steps=200, lr=1e-5, time_limit=5, max_new_tokens=3072),
 }
 
 # ---- distributed and device
@@ -311,7 +317,7 @@ while step < args.steps:
     for task in tqdm(step_tasks(step)[rank::world], desc=f"step {step} sampling", disable=not master, leave=False):
         prompt, shown = make_prompt(task, rng)
         with cudal1.autocast(device, dtype):
-            rows = cudal1.generate(model, prompt, G, args.max_new_tokens if args.max_new_tokens > 0 else cfg.block_size,
+            rows = cudal1.generate(model, prompt, G, args.max_new_tokens or cfg.block_size,
                                    args.temperature, args.top_k, args.top_p, gen, tok.end_id)
         groups.append(dict(task=task, prompt=prompt, rows=rows, shown=shown))
     t1 = time.time()
