@@ -707,6 +707,8 @@ def judge_many(pairs, out=None, progress=False, command=None, **kw):
             if not w.get("eof"):
                 objs[w["conn"]] = i
             objs[w["proc"].sentinel] = i
+        if not objs:  # everything left was settled without a worker (skipped): nothing to wait for
+            continue
         for obj in multiprocessing.connection.wait(list(objs), timeout=wait_s):
             i = objs[obj]
             if i not in running:

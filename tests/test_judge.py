@@ -279,6 +279,13 @@ def test_cli_task_without_model_and_cuda_without_gpu(tasks, tmp_path):
     assert p.returncode == 2 and "needs" not in p.stderr and "no NVIDIA GPU" in p.stderr
 
 
+def test_cuda_solution_skipped_on_cpu(tasks):
+    """A run whose last pairs need a GPU the machine lacks finishes (it once waited forever)."""
+    src = "import cudal1\nlib = cudal1.load_kernel('__global__ void k(){}', 'cuda')\n" + HONEST
+    r = evaluate.judge_many([(str(tasks / "1_Affine.py"), src)], **FAST)[0]
+    assert r["status"] == "skipped" and "GPU" in r["message"]
+
+
 def test_killed_run_resumes(tasks, tmp_path):
     """Kill the judge mid-run; the rerun keeps finished records and judges only the rest."""
     sols = tmp_path / "sols" / "level1"
