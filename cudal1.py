@@ -26,6 +26,7 @@ import importlib.util
 import json
 import math
 import os
+import random
 import re
 import subprocess
 import sys
@@ -623,7 +624,6 @@ def parse_answer(text):
 #   pg_loss          -mean(advantage * log-prob of answer tokens), optional ratio clip and KL
 #   implausible      a speedup big enough that it must be judged again before it is believed
 
-import random  # the only import the RL section adds (exemplar draws are seeded per run)
 
 REWARD_FAIL = -2.0       # any answer that is not a correct ModelNew: parse, build, run, check or cheat
 REWARD_MIN, REWARD_MAX = -1.0, 3.0  # log2 speedup is clipped to [0.5x, 8x] for correct answers
