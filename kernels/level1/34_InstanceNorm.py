@@ -1,4 +1,4 @@
-"""InstanceNorm with each 256 KB plane held in the registers of an 8-block cluster: one read, one write.
+"""InstanceNorm, each 256 KB plane held in the registers of an 8-block cluster: one read, one write.
 
 x is (16, 64, 256, 256) fp32, 268 MB, normalised per (n, c) plane of 64K values. Eager runs it as
 a batch norm over a (1, N*C, H, W) view: a statistics pass and a normalisation pass, reading x

@@ -136,20 +136,26 @@ class ModelNew(nn.Module):
         self.maxpool = nn.MaxPool1d(kernel_size=kernel_size, stride=stride, padding=padding,
                                     dilation=dilation, return_indices=return_indices)
         # window, stride, padding, dilation per (D, H, W), unit/zero for the missing dims
-        self.k = (1,) * 2 + _tuple(self.maxpool.kernel_size, 1)
-        self.s = (1,) * 2 + _tuple(self.maxpool.stride, 1)
-        self.p = (0,) * 2 + _tuple(self.maxpool.padding, 1)
-        self.d = (1,) * 2 + _tuple(self.maxpool.dilation, 1)
+        self.k = (1, 1) + _tuple(self.maxpool.kernel_size, 1)
+        self.s = (1, 1) + _tuple(self.maxpool.stride, 1)
+        self.p = (0, 0) + _tuple(self.maxpool.padding, 1)
+        self.d = (1, 1) + _tuple(self.maxpool.dilation, 1)
+        self.sizes = {}  # input shape -> (kernel size arguments, output shape)
 
     def forward(self, x):
         if not x.is_cuda or x.dtype != torch.float32 or x.dim() != 3 or self.maxpool.return_indices:
             return self.maxpool(x)
         x = x.contiguous()
-        dims = (1, 1, x.shape[2])  # (D, H, W): leading unit dimensions for 1-D and 2-D pools
-        out = [_out_size(n, k, s, p, d, self.maxpool.ceil_mode) for n, k, s, p, d in
-               zip(dims, self.k, self.s, self.p, self.d)]
-        y = torch.empty(tuple(x.shape[:2]) + tuple(out[3 - 1:]), dtype=x.dtype, device=x.device)
-        if _ext.pool(x.data_ptr(), y.data_ptr(), x.shape[0] * x.shape[1], *dims, *out, *self.k, *self.s,
-                     *self.p, *self.d, torch._C._cuda_getCurrentRawStream(x.get_device())):
+        cfg = self.sizes.get(x.shape)
+        if cfg is None:  # sizes for this input shape, worked out once
+            dims = (1, 1, x.shape[2])  # as (D, H, W) with unit leading dimensions
+            out = [_out_size(n, k, s, p, d, self.maxpool.ceil_mode) for n, k, s, p, d in
+                   zip(dims, self.k, self.s, self.p, self.d)]
+            cfg = self.sizes[x.shape] = (dims + tuple(out) + self.k + self.s + self.p + self.d,
+                                         tuple(x.shape[:2]) + tuple(out[2:]))
+        args, shape = cfg
+        y = torch.empty(shape, dtype=x.dtype, device=x.device)
+        if _ext.pool(x.data_ptr(), y.data_ptr(), x.shape[0] * x.shape[1], *args,
+                     torch._C._cuda_getCurrentRawStream(x.get_device())):
             return y
         return self.maxpool(x)

@@ -136,21 +136,27 @@ class ModelNew(nn.Module):
         self.maxpool = nn.MaxPool3d(kernel_size=kernel_size, stride=stride, padding=padding,
                                     dilation=dilation, return_indices=return_indices,
                                     ceil_mode=ceil_mode)
-        # window, stride, padding, dilation per (D, H, W), unit/zero for the missing dims
+        # window, stride, padding, dilation per (D, H, W)
         self.k = _tuple(self.maxpool.kernel_size, 3)
         self.s = _tuple(self.maxpool.stride, 3)
         self.p = _tuple(self.maxpool.padding, 3)
         self.d = _tuple(self.maxpool.dilation, 3)
+        self.sizes = {}  # input shape -> (kernel size arguments, output shape)
 
     def forward(self, x):
         if not x.is_cuda or x.dtype != torch.float32 or x.dim() != 5 or self.maxpool.return_indices:
             return self.maxpool(x)
         x = x.contiguous()
-        dims = tuple(x.shape[2:])  # (D, H, W): leading unit dimensions for 1-D and 2-D pools
-        out = [_out_size(n, k, s, p, d, self.maxpool.ceil_mode) for n, k, s, p, d in
-               zip(dims, self.k, self.s, self.p, self.d)]
-        y = torch.empty(tuple(x.shape[:2]) + tuple(out[3 - 3:]), dtype=x.dtype, device=x.device)
-        if _ext.pool(x.data_ptr(), y.data_ptr(), x.shape[0] * x.shape[1], *dims, *out, *self.k, *self.s,
-                     *self.p, *self.d, torch._C._cuda_getCurrentRawStream(x.get_device())):
+        cfg = self.sizes.get(x.shape)
+        if cfg is None:  # sizes for this input shape, worked out once
+            dims = tuple(x.shape[2:])
+            out = [_out_size(n, k, s, p, d, self.maxpool.ceil_mode) for n, k, s, p, d in
+                   zip(dims, self.k, self.s, self.p, self.d)]
+            cfg = self.sizes[x.shape] = (dims + tuple(out) + self.k + self.s + self.p + self.d,
+                                         tuple(x.shape[:2]) + tuple(out))
+        args, shape = cfg
+        y = torch.empty(shape, dtype=x.dtype, device=x.device)
+        if _ext.pool(x.data_ptr(), y.data_ptr(), x.shape[0] * x.shape[1], *args,
+                     torch._C._cuda_getCurrentRawStream(x.get_device())):
             return y
         return self.maxpool(x)

@@ -10,9 +10,9 @@ c (mod 16), merged ((a0+a1)+a2)+a3 and then by a halving tree, times the factor 
 1/256 -- but gives each residue class of rows its own thread: 32 outputs x 16 classes per
 512-thread block, 128 blocks, 16 independent loads per thread issued back to back, so the 4 MB is
 requested in about one round trip. One thread per output replays the merge from shared memory. The
-sums are therefore bit-identical to eager's (not just within tolerance). Expect ~1.5-2.5x from the
-shorter kernel and the thinner host path. Layouts where torch would split the rows across blocks,
-last-dimension reductions and huge tensors fall back to torch.mean.
+sums should therefore match eager's bit for bit (not just within tolerance). Expect ~1.5-2.5x from
+the shorter kernel and the thinner host path. Layouts where torch would split the rows across
+blocks, last-dimension reductions and huge tensors fall back to torch.mean.
 """
 import math
 
