@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One batched call on the lent GPU machine: everything a measurement needs, logs under $OUT.
-#   bash bench/device_call.sh STEP...     steps: info test-gpu build-time eval baseline train
+#   bash bench/device_call.sh STEP...     steps: see the case below (info, test-gpu, eval-fast, noise, ...)
 # Results land in results/ and are packed into $OUT/results.tgz (the device keeps nothing).
 set -u
 export PYTHONUNBUFFERED=1
@@ -16,12 +16,18 @@ for step in "$@"; do
     eval) make -s eval GPU=h200 TASKS=kernelbench SOLUTIONS=kernels 2>&1 | tail -3 ;;
     baseline)  # resumable: a cut-off run continues from results/h200-baseline.jsonl next call
           timeout "${BUDGET:-420}" python3 evaluate.py --tasks "${BASE_TASKS:-kernelbench}" --gpu h200 --compile \
-            --time-budget 1 --iters 30 --out results/h200-baseline 2>&1 | tail -2 ;;
+            --time-budget 1 --out results/h200-baseline 2>&1 | tail -2 ;;
     compile-overhead) python3 bench/compile_overhead.py kernelbench/level1/19_ReLU.py 2>&1 | tail -4
           python3 bench/compile_overhead.py kernelbench/level1/1_Square_matrix_multiplication_.py 2>&1 | tail -4 ;;
-    eval-fast)  # the whole library with the baseline's shorter timing (1 s of rounds per pair)
-          timeout "${BUDGET:-420}" python3 evaluate.py --tasks kernelbench ${IDS:+--ids $IDS} --solutions kernels --gpu h200 --compile \
-            --time-budget 1 --iters 30 --out results/h200 2>&1 | tail -3 ;;
+    eval-fast)  # the library with 1 s of timed rounds per pair (TASKS, IDS pick a slice; EVAL_OUT splits runs over GPUs)
+          timeout "${BUDGET:-420}" python3 evaluate.py --tasks "${TASKS:-kernelbench}" ${IDS:+--ids $IDS} --solutions kernels --gpu h200 --compile \
+            --time-budget 1 --out "${EVAL_OUT:-results/h200}" 2>&1 | tail -3 ;;
+    noise)  # A/A: the reference judged as its own solution, 4 workers per task
+          timeout "${BUDGET:-200}" python3 bench/judge_noise.py --repeats 4 --time-budget 1 kernelbench/level1/19_ReLU.py \
+            kernelbench/level1/23_Softmax.py kernelbench/level2/12_Gemm_Multiply_LeakyReLU.py kernelbench/level1/1_Square_matrix_multiplication_.py 2>&1 | tail -9 ;;
+    overhead) python3 bench/launch_overhead.py kernelbench/level1/22_Tanh.py kernels/level1/22_Tanh.py \
+            kernelbench/level1/19_ReLU.py kernels/level1/19_ReLU.py kernelbench/level1/48_Mean_reduction_over_a_dimension.py \
+            kernels/level1/48_Mean_reduction_over_a_dimension.py > results/h200-launch-overhead.md 2>&1; cat results/h200-launch-overhead.md ;;
     sft) timeout "${BUDGET:-300}" make -s sft SFT_FLAGS="${SFT_FLAGS:-}" 2>&1 | tail -30 ;;
     ablation) timeout "${BUDGET:-300}" make -s rl-ablation GPU=h200 ABLATION_MINUTES="${ABLATION_MINUTES:-2}" 2>&1 | tail -30 ;;
     train) make -s train 2>&1 | tail -40 ;;

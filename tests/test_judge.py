@@ -240,6 +240,20 @@ def test_tolerance_rule():
     nan[3] = float("nan")
     assert not evaluate._compare(nan, ref, strict)[0]
     assert not evaluate._compare(torch.zeros(10), torch.full((10,), 1e-5), strict)[0]  # scaled atol
+    # the third value is the error in units of the allowed error: <= 1 exactly when the check passes,
+    # and the chunked comparison (for outputs of many GiB) agrees with the one-shot one
+    for scale in (1e-6, 5e-5, 1e-3):
+        out = ref + scale * torch.randn(1000)
+        ok, _, ratio = evaluate._compare(out, ref, strict)
+        ok7, _, ratio7 = evaluate._compare(out, ref, strict, chunk=7)
+        assert ok == (ratio <= 1) and ok7 == ok and ratio7 == pytest.approx(ratio)
+
+
+def test_cpu_solution_not_timed_on_gpu():
+    cpp = 'ext = cudal1.load_kernel(CPP_SRC, "cpp")'
+    assert evaluate._skip_reason(cpp, "cuda").startswith("C++ (CPU) solution")
+    assert evaluate._skip_reason(cpp, "cpu") is None
+    assert evaluate._skip_reason("__global__ void k() {}", "cpu").startswith("CUDA solution")
 
 
 def run_cli(*args, **kw):
