@@ -9,16 +9,19 @@ share, and no loops of its own: importing it parses no arguments and touches no 
 
 Sections, top to bottom:
     native build   load_kernel(source, lang): nvcc / c++ through pybind11, cached by hash
-    device         autodetect(): the run's device and compute dtype, decided once; autocast()
+    device         autodetect(): the run's device and compute dtype, decided once; autocast(),
+                   sampling_model()
     tokenizer      Tokenizer: byte-level BPE trained on our corpus, three special ids
     model          Config, Transformer: Llama-style decoder (RMSNorm, RoPE, SwiGLU, SDPA), KVCache
-    sampling       generate(): batched sampling with a KV cache; answer_logprobs() for the RL loss
+    sampling       generate(): several prompts, many samples each, one batch with a KV cache;
+                   answer_logprobs() for the RL loss
     checkpoints    save_checkpoint / load_checkpoint: safetensors weights + config.json
     prompts        plain_prompt, contrastive_prompt, format_answer, parse_answer
 """
 
 import ast
 import contextlib
+import copy
 import fcntl
 import hashlib
 import importlib.machinery
@@ -93,7 +96,8 @@ def load_kernel(source, lang="cuda"):
 # device and precision
 #
 # Decided once per run, here: scripts call autodetect() and pass its answer around. Weights stay
-# in fp32 (the optimizer needs the precision); matmuls run in the compute dtype under autocast.
+# in fp32 (the optimizer needs the precision); training matmuls run in the compute dtype under
+# autocast, and sampling runs on a copy whose weights are already in it (sampling_model).
 
 def autodetect(device=None, dtype=None):
     """(device, dtype) of this run: arguments, else $CUDAL1_DEVICE / $CUDAL1_DTYPE, else
@@ -128,6 +132,18 @@ def autocast(device, dtype):
     if dtype == torch.float32:
         return contextlib.nullcontext()
     return torch.autocast(device.type, dtype=dtype)
+
+
+def sampling_model(model, dtype):
+    """The model to sample from: `model` itself for float32, else a frozen copy with its weights
+    cast to `dtype` once. Under autocast every Linear casts its fp32 weight again on every decoded
+    token; a copy made once per sampling phase pays that once. The RoPE tables stay float32.
+    It is a snapshot: make a new one after the weights change."""
+    if dtype == torch.float32:
+        return model.eval()
+    half = copy.deepcopy(model).to(dtype)
+    half.cos, half.sin = model.cos, model.sin
+    return half.eval().requires_grad_(False)
 
 
 def device_name(device):
@@ -278,11 +294,14 @@ def apply_rope(x, cos, sin):
 
 class KVCache:
     """Keys and values of every position seen so far, for each layer: (B, n_kv_head, T, head_dim).
-    Filled by the model as it runs; `pos` is how many positions are in it."""
+    Filled by the model as it runs; `pos` is how many slots are filled. Rows may hold sequences
+    of different lengths (join): each is right-aligned to end at slot `pos`, so all rows continue
+    at the same slot, and `start` (B,) is the slot where each row's own sequence begins (None: 0
+    for every row). Attention skips the slots before it; a row's position is its slot - start."""
 
     def __init__(self, n_layer, length):
-        self.n_layer, self.length, self.pos = n_layer, length, 0
-        self.k = self.v = None  # allocated on first use, in the dtype autocast gives k and v
+        self.n_layer, self.length, self.pos, self.start = n_layer, length, 0, None
+        self.k = self.v = None  # allocated on first use, in the dtype of the model's k and v
 
     def update(self, i, k, v):
         if self.k is None:
@@ -293,9 +312,22 @@ class KVCache:
         self.v[i, :, :, self.pos:self.pos + t] = v
         return self.k[i, :, :, :self.pos + t], self.v[i, :, :, :self.pos + t]
 
-    def expand(self, n):
-        """One sequence's cache copied n times, so n samples share one prompt prefill."""
-        self.k, self.v = self.k.repeat(1, n, 1, 1, 1), self.v.repeat(1, n, 1, 1, 1)
+    @classmethod
+    def join(cls, caches, length, repeat=1):
+        """One cache of `length` slots from one-row caches (one prefilled prompt each), each row
+        repeated `repeat` times: prompts are prefilled alone, then all their samples decode together."""
+        k = caches[0].k  # (n_layer, 1, Hkv, P, hd)
+        out = cls(k.size(0), length)
+        out.pos = max(c.pos for c in caches)
+        out.k = k.new_zeros(k.size(0), len(caches) * repeat, k.size(2), length, k.size(4))
+        out.v = torch.zeros_like(out.k)
+        for i, c in enumerate(caches):  # right-aligned: row block i holds slots [pos - P_i, pos)
+            rows = slice(i * repeat, (i + 1) * repeat)
+            out.k[:, rows, :, out.pos - c.pos:out.pos] = c.k[:, :, :, :c.pos]
+            out.v[:, rows, :, out.pos - c.pos:out.pos] = c.v[:, :, :, :c.pos]
+        if any(c.pos < out.pos for c in caches):  # equal lengths need neither masks nor offsets
+            out.start = torch.tensor([out.pos - c.pos for c in caches], device=k.device).repeat_interleave(repeat)
+        return out
 
 
 class Attention(nn.Module):
@@ -309,7 +341,7 @@ class Attention(nn.Module):
         self.v_proj = nn.Linear(cfg.n_embd, cfg.n_kv_head * self.hd, bias=False)
         self.o_proj = nn.Linear(cfg.n_head * self.hd, cfg.n_embd, bias=False)
 
-    def forward(self, x, cos, sin, cache=None):
+    def forward(self, x, cos, sin, cache=None, mask=None):
         B, T, _ = x.shape
         q = self.q_proj(x).view(B, T, self.n_head, self.hd).transpose(1, 2)  # (B, H, T, hd)
         k = self.k_proj(x).view(B, T, self.n_kv_head, self.hd).transpose(1, 2)  # (B, Hkv, T, hd)
@@ -317,10 +349,8 @@ class Attention(nn.Module):
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         if cache is not None:
             k, v = cache.update(self.index, k, v)  # now every position so far: (B, Hkv, Tk, hd)
-        Tk, mask = k.size(2), None
-        if T > 1 and Tk > T:  # a chunk after a cached prefix: causal, shifted by the prefix
-            mask = torch.ones(T, Tk, dtype=torch.bool, device=x.device).tril(Tk - T)
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=T > 1 and Tk == T,
+        # mask None: plain causal for a chunk from position 0, everything cached for one new token
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None and T > 1,
                                            enable_gqa=self.n_kv_head != self.n_head)
         return self.o_proj(y.transpose(1, 2).reshape(B, T, -1))
 
@@ -344,8 +374,8 @@ class Block(nn.Module):
         self.post_attention_layernorm = nn.RMSNorm(cfg.n_embd, eps=cfg.norm_eps)
         self.mlp = MLP(cfg)
 
-    def forward(self, x, cos, sin, cache=None):
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, cache)
+    def forward(self, x, cos, sin, cache=None, mask=None):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, cache, mask)
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
@@ -377,13 +407,25 @@ class Transformer(nn.Module):
         """idx (B, T) token ids -> logits (B, T, vocab); with targets (B, T), the mean
         cross-entropy over targets that are not -1 instead. With a cache, idx continues it."""
         T = idx.size(1)
-        pos = cache.pos if cache is not None else 0
-        if pos + T > self.config.block_size:
-            raise ValueError(f"sequence of {pos + T} tokens exceeds block_size {self.config.block_size}")
-        cos, sin = self.cos[pos:pos + T], self.sin[pos:pos + T]
+        pos, start = (cache.pos, cache.start) if cache is not None else (0, None)
+        mask = None  # (.., T, pos + T) True where a query may attend; None: SDPA's own causal rule
+        if (T > 1 and pos > 0) or start is not None:  # a chunk after a cached prefix: causal, shifted
+            mask = torch.ones(T, pos + T, dtype=torch.bool, device=idx.device).tril(pos)
+        if start is None:
+            if pos + T > self.config.block_size:
+                raise ValueError(f"sequence of {pos + T} tokens exceeds block_size {self.config.block_size}")
+            cos, sin = self.cos[pos:pos + T], self.sin[pos:pos + T]  # (T, hd)
+        else:  # rows right-aligned in the cache (KVCache.join): own positions, padding never seen
+            at = pos + torch.arange(T, device=idx.device) - start[:, None]  # (B, T)
+            # TRAP: a row past its own length cap still runs (generate cuts its tokens off later);
+            # clamping keeps its position inside the tables instead of raising for the whole batch
+            at = at.clamp(max=self.config.block_size - 1)
+            cos, sin = self.cos[at][:, None], self.sin[at][:, None]  # (B, 1, T, hd)
+            keep = torch.arange(pos + T, device=idx.device) >= start[:, None]  # (B, pos + T)
+            mask = mask & keep[:, None, None, :]  # (B, 1, T, pos + T)
         x = self.model.embed_tokens(idx)  # (B, T, C)
         for layer in self.model.layers:
-            x = layer(x, cos, sin, cache)
+            x = layer(x, cos, sin, cache, mask)
         if cache is not None:
             cache.pos += T
         logits = self.lm_head(self.model.norm(x))
@@ -412,32 +454,46 @@ def sample_next(logits, temperature=1.0, top_k=0, top_p=1.0, generator=None):
 
 
 @torch.no_grad()
-def generate(model, prompt, num_samples=1, max_new_tokens=512, temperature=1.0, top_k=0,
+def generate(model, prompts, num_samples=1, max_new_tokens=512, temperature=1.0, top_k=0,
              top_p=1.0, generator=None, end_id=None):
-    """Sample num_samples answers to one prompt (a list of ids) in one batch with a KV cache.
-    Returns a list of id lists; one ends with end_id when its sample stopped by itself, and is
-    cut at max_new_tokens (or the block size) otherwise. Run it under autocast()."""
-    device = model.lm_head.weight.device
-    max_new_tokens = min(max_new_tokens, model.config.block_size - len(prompt))
-    if max_new_tokens <= 0:
-        raise ValueError(f"prompt of {len(prompt)} tokens leaves no room in block_size {model.config.block_size}")
-    cache = KVCache(model.config.n_layer, len(prompt) + max_new_tokens)
-    logits = model(torch.tensor([prompt], device=device), cache=cache)[:, -1]  # (1, vocab)
-    cache.expand(num_samples)  # prefill once, then the samples diverge
-    logits = logits.expand(num_samples, -1)
-    done = torch.zeros(num_samples, dtype=torch.bool, device=device)
+    """Sample num_samples answers to each of several prompts (lists of ids), all in one batch with
+    a KV cache. Returns one list of answers (id lists) per prompt; given a single prompt (a list of
+    ints), just its list. An answer ends with end_id when it stopped by itself, and is cut at
+    max_new_tokens (or what the block leaves after its prompt) otherwise.
+
+    Each prompt is prefilled alone (no padding to compute), then the caches are joined right-aligned
+    (KVCache.join) and every row decodes together: one forward per token for the whole batch,
+    which runs as long as its longest answer. Sample from sampling_model(model, dtype)."""
+    single = isinstance(prompts[0], int)
+    prompts = [prompts] if single else prompts
+    device, block = model.lm_head.weight.device, model.config.block_size
+    caps = [min(max_new_tokens, block - len(p)) for p in prompts]  # each prompt's answer budget
+    if min(caps) <= 0:
+        raise ValueError(f"a prompt of {max(map(len, prompts))} tokens leaves no room in block_size {block}")
+    caches, logits = [], []
+    for p in prompts:
+        caches.append(KVCache(model.config.n_layer, len(p)))
+        logits.append(model(torch.tensor([p], device=device), cache=caches[-1])[:, -1])  # (1, vocab)
+    cache = KVCache.join(caches, max(map(len, prompts)) + max(caps), repeat=num_samples)
+    logits = torch.cat(logits).repeat_interleave(num_samples, 0)  # (N, vocab): the samples diverge from here
+    cap = torch.tensor(caps, device=device).repeat_interleave(num_samples)  # (N,)
+    done = torch.zeros(len(cap), dtype=torch.bool, device=device)
     out = []
-    for t in range(max_new_tokens):
+    for t in range(max(caps)):
         token = sample_next(logits, temperature, top_k, top_p, generator)  # (N,)
         if end_id is not None:
             token = token.masked_fill(done, end_id)  # finished rows keep emitting the end
             done |= token == end_id
+        done |= cap == t + 1  # a row at its cap is finished too; what it emits later is cut off below
         out.append(token)
-        if t == max_new_tokens - 1 or (end_id is not None and done.all()):
+        # done.all() waits for the device, so it is asked only every 16 tokens
+        if t == max(caps) - 1 or ((t + 1) % 16 == 0 and done.all()):
             break
         logits = model(token[:, None], cache=cache)[:, -1]
-    rows = torch.stack(out, 1).tolist()  # (N, t)
-    return [row[:row.index(end_id) + 1] if end_id in row else row for row in rows]
+    rows = [row[:c] for row, c in zip(torch.stack(out, 1).tolist(), cap.tolist())]  # (N, <= cap)
+    rows = [row[:row.index(end_id) + 1] if end_id in row else row for row in rows]
+    groups = [rows[i * num_samples:(i + 1) * num_samples] for i in range(len(prompts))]
+    return groups[0] if single else groups
 
 
 def answer_logprobs(model, prompt, answers):

@@ -99,8 +99,8 @@ args = parser.parse_args()
 # the policy is small and has memorised its few solutions: on the CPU, 1e-4 let the parse rate of
 # --plain answers drift from ~80% to ~25% within 12 steps (8 answers a step, so a noisy reading).
 # On the GPU answers are capped at 3072 tokens (~1.3x the longest solution of these tasks, 40_LayerNorm
-# at 8 KB): a group samples in one batch, so one answer that never stops keeps all G decoding to the
-# end of the block (the first H200 step spent 111 s of 132 sampling). The CPU's block is the cap.
+# at 8 KB): a step samples in one batch, so one answer that never stops keeps every row decoding to
+# the end of the block (the first H200 step spent 111 s of 132 sampling). The CPU's block is the cap.
 CPU_TASKS = ["19_ReLU", "23_Softmax", "47_Sum_reduction_over_a_dimension", "97_CosineSimilarityLoss"]
 GPU_TASKS = CPU_TASKS + ["12_Matmul_with_diagonal_matrices_", "26_GELU_", "40_LayerNorm", "88_MinGPTNewGelu"]
 DEFAULTS = {
@@ -310,16 +310,15 @@ def save():
 t_start = time.time()
 while step < args.steps:
     t0 = time.time()
-    model.eval()
     rng = random.Random(f"{args.seed}-{step}-{rank}")  # exemplar draws
     gen = torch.Generator(device).manual_seed(args.seed * 1_000_003 + step * 1000 + rank)
-    groups = []
-    for task in tqdm(step_tasks(step)[rank::world], desc=f"step {step} sampling", disable=not master, leave=False):
-        prompt, shown = make_prompt(task, rng)
-        with cudal1.autocast(device, dtype):
-            rows = cudal1.generate(model, prompt, G, args.max_new_tokens or cfg.block_size,
-                                   args.temperature, args.top_k, args.top_p, gen, tok.end_id)
-        groups.append(dict(task=task, prompt=prompt, rows=rows, shown=shown))
+    mine = step_tasks(step)[rank::world]
+    prompts = [make_prompt(task, rng) for task in mine]  # (ids, exemplars shown) per task
+    # every task of the step in one batch: G rows per task, decoding together
+    rows = cudal1.generate(cudal1.sampling_model(model, dtype), [ids for ids, _ in prompts], G,
+                           args.max_new_tokens or cfg.block_size, args.temperature, args.top_k, args.top_p,
+                           gen, tok.end_id) if prompts else []  # a rank may have no task this step
+    groups = [dict(task=task, prompt=ids, rows=r, shown=shown) for task, (ids, shown), r in zip(mine, prompts, rows)]
     t1 = time.time()
     answers, suspicious = judge(groups)
     t2 = time.time()

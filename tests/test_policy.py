@@ -136,6 +136,41 @@ def test_kv_cache_equals_naive(tok, n_kv_head):
     assert stopped == [greedy[:greedy.index(end) + 1]] * 2
 
 
+@pytest.mark.parametrize("n_kv_head", [4, 2])
+def test_batched_prompts_equal_one_at_a_time(tok, n_kv_head):
+    # Prompts of different lengths share one batch (right-aligned in the cache, padding masked,
+    # each row its own positions); the last one leaves only 20 tokens of the block, so its rows
+    # hit their own cap while the others go on. Greedy answers must be what each prompt gets alone.
+    model = tiny(tok.vocab_size, n_kv_head)
+    with torch.no_grad():  # sharp attention, so that a wrong position or an unmasked pad shows
+        for layer in model.model.layers:
+            layer.self_attn.q_proj.weight *= 8
+            layer.self_attn.k_proj.weight *= 8
+    prompts = [tok.encode_prompt(t) for t in ("x", "def forward(self, x):", TASK[:2000])]
+    prompts[2] = prompts[2][:model.config.block_size - 20]
+    alone = [cudal1.generate(model, p, 2, 30, temperature=0) for p in prompts]
+    assert [len(g[0]) for g in alone] == [30, 30, 20]
+    assert cudal1.generate(model, prompts, 2, 30, temperature=0) == alone
+    # with an end id, rows stop at different steps and keep the end
+    end = alone[0][0][5]
+    want = [cudal1.generate(model, p, 2, 30, temperature=0, end_id=end) for p in prompts]
+    assert cudal1.generate(model, prompts, 2, 30, temperature=0, end_id=end) == want
+    assert want[0][0][-1] == end and len(want[0][0]) <= 6
+
+
+def test_sampling_model():
+    model = tiny(300)
+    assert cudal1.sampling_model(model, torch.float32) is model  # float32: nothing to copy
+    half = cudal1.sampling_model(model, torch.bfloat16)
+    assert half.lm_head.weight.dtype == torch.bfloat16 and model.lm_head.weight.dtype == torch.float32
+    assert half.cos.dtype == torch.float32 and not half.lm_head.weight.requires_grad  # RoPE tables stay exact
+    prompt = list(range(40))
+    x = torch.tensor([prompt])
+    with torch.no_grad():
+        torch.testing.assert_close(half(x).float(), model(x), atol=0.05, rtol=0.05)
+    assert len(cudal1.generate(half, prompt, 2, 8, temperature=0)[0]) == 8
+
+
 def test_sample_next_filters():
     logits = torch.tensor([[4.0, 3.0, 2.0, 1.0, 0.0]]).repeat(2000, 1)
     g = torch.Generator().manual_seed(0)

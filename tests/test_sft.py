@@ -21,17 +21,53 @@ class ModelNew(nn.Module):
 '''
 
 
+def record(path, speedup, status="ok"):
+    """A judge's record line for a solution file, named as evaluate.py names it."""
+    return json.dumps(dict(task="level1/" + os.path.basename(path), solution=os.path.relpath(os.path.abspath(path), ROOT),
+                           status=status, speedup=speedup)) + "\n"
+
+
+def test_contrastive_pairs_from_measured_solutions(tmp_path):
+    # ReLU: v2 measured faster than the first (one pair), v3 never measured ok (shown nowhere).
+    # LeakyReLU: v2 beats a first solution too long for the block, as an answer or as an exemplar.
+    level = tmp_path / "kernels" / "level1"
+    level.mkdir(parents=True)
+    long = RELU + "# padding\n" * 300
+    files = {"19_ReLU.py": (RELU, 0.9), "19_ReLU.v2.py": (RELU, 1.3), "19_ReLU.v3.py": (RELU, None),
+             "20_LeakyReLU.py": (long, 0.8), "20_LeakyReLU.v2.py": (RELU, 1.1)}
+    lines = record(level / "19_ReLU.py", None, "runtime_error")  # an earlier record: the last one counts
+    for name, (source, speedup) in files.items():
+        (level / name).write_text(source)
+        lines += record(level / name, speedup, "ok" if speedup else "incorrect")
+    (tmp_path / "speedups.jsonl").write_text(lines)
+    cmd = [sys.executable, os.path.join(ROOT, "train_sft.py"), "--kernels", str(tmp_path / "kernels"),
+           "--tasks", os.path.join(ROOT, "kernelbench"), "--kinds", "pytorch", "--device", "cpu", "--n-layer", "1",
+           "--n-head", "2", "--n-embd", "32", "--block-size", "2048", "--vocab-size", "259", "--steps", "0",
+           "--rounds", "0", "--out", str(tmp_path / "out")]
+    p = subprocess.run(cmd + ["--speedups", str(tmp_path / "speedups.jsonl")], cwd=ROOT, capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert "2 contrastive pairs over 2 tasks; 1 of 5 solutions have no 'ok' record" in p.stdout, p.stdout
+    assert "5 solutions (4 fit) + 2 contrastive pairs (1 fit)" in p.stdout, p.stdout  # dropped, never cut
+    p = subprocess.run(cmd + ["--speedups", "nothing.jsonl"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert "no nothing.jsonl: no contrastive pairs" in p.stdout, p.stdout + p.stderr
+
+
 def test_stage2_round_with_the_real_judge(tmp_path):
     # One short solution, a tiny model, and enough steps to memorise it: greedy samples then
     # reproduce it, so the round has answers that parse and that the judge must pass.
     (tmp_path / "kernels" / "level1").mkdir(parents=True)
     (tmp_path / "kernels" / "level1" / "19_ReLU.py").write_text(RELU)
+    # its measured speedup: stage 2 also samples answers to a contrastive prompt that shows it
+    speedups = tmp_path / "speedups.jsonl"
+    speedups.write_text(record(tmp_path / "kernels" / "level1" / "19_ReLU.py", 1.2))
     out = tmp_path / "out"
     cmd = [sys.executable, os.path.join(ROOT, "train_sft.py"), "--kernels", str(tmp_path / "kernels"),
            "--tasks", os.path.join(ROOT, "kernelbench"), "--kinds", "pytorch", "--out", str(out), "--device", "cpu",
            "--n-layer", "2", "--n-head", "2", "--n-embd", "64", "--block-size", "512", "--vocab-size", "512",
            "--steps", "100", "--batch-size", "1", "--lr", "1e-2", "--warmup", "5", "--rounds", "1",
-           "--num-samples", "2", "--temperature", "0", "--round-steps", "2", "--sample-tasks", "level1/19_ReLU.py",
+           "--num-samples", "2", "--temperature", "0", "--round-steps", "10", "--sample-tasks", "level1/19_ReLU.py",
+           "--speedups", str(speedups), "--min-answer-tokens", "64",
            "--trials", "2", "--iters", "5", "--judge-jobs", "1", "--log-every", "20"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}  # a tiny model; a busy 2-core box punishes thread barriers
     p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
@@ -45,6 +81,10 @@ def test_stage2_round_with_the_real_judge(tmp_path):
     assert first["correct"] == 1.0 and first["statuses"] == {"ok": 2}, first
     assert first["speedup_max"] > 0 and first["pool"] == 1
     assert first["kept"] == 0  # the answer is the kernels/ solution itself: nothing new to keep
+    assert first["contrastive"]["answers"] == 2  # sampled in the same batch, counted apart
+    # the round's fine-tune (stage 1's optimizer, a warmed-up lower rate) leaves the stage-1 loss where
+    # it was; a fresh AdamW before the round fails this
+    assert first["stage1_loss_after"] < 2 * first["stage1_loss_before"] + 0.01, first
     records = [json.loads(line) for line in open(out / "judge" / "round0-rank0.jsonl")]
     assert len(records) == 1 and records[0]["status"] == "ok" and records[0]["task"] == "level1/19_ReLU.py"
 
