@@ -891,7 +891,7 @@ def _no_win_section(records, gpu):
              "| task | best solution | status | speedup | MB moved | eager % peak BW | solution % peak BW | eager err/tol |",
              "|---|---|---|---|---|---|---|---|"]
     for t, b in sorted(slow, key=lambda tb: level_and_id(tb[0])):
-        ref = refs.get(t, {})
+        ref = {**b, **refs.get(t, {})} if b.get("ref_ms") else refs.get(t, {})  # solution workers time eager too
         nbytes = ref.get("io_bytes")
         lines.append(f"| {t} | {os.path.basename(b['solution'])} | {b['status']} | {_f(b.get('speedup'), '{:.2f}x')} | "
                      f"{_f(nbytes and nbytes / 1e6, '{:.1f}')} | {bw(nbytes, ref.get('ref_ms'))} | "

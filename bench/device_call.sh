@@ -20,11 +20,14 @@ for step in "$@"; do
     compile-overhead) python3 bench/compile_overhead.py kernelbench/level1/19_ReLU.py 2>&1 | tail -4
           python3 bench/compile_overhead.py kernelbench/level1/1_Square_matrix_multiplication_.py 2>&1 | tail -4 ;;
     eval-fast)  # the library with 1 s of timed rounds per pair (TASKS, IDS pick a slice; EVAL_OUT splits runs over GPUs)
-          timeout "${BUDGET:-420}" python3 evaluate.py --tasks "${TASKS:-kernelbench}" ${IDS:+--ids $IDS} --solutions kernels --gpu h200 --compile \
-            --time-budget 1 --out "${EVAL_OUT:-results/h200}" 2>&1 | tail -3 ;;
+          timeout "${BUDGET:-420}" python3 evaluate.py --tasks "${TASKS:-kernelbench}" ${IDS:+--ids $IDS} --solutions kernels --gpu h200 \
+            ${EVAL_FLAGS---compile} --time-budget "${TIME_BUDGET:-1}" --out "${EVAL_OUT:-results/h200}" 2>&1 | tail -3 ;;
     noise)  # A/A: the reference judged as its own solution, 4 workers per task
-          timeout "${BUDGET:-200}" python3 bench/judge_noise.py --repeats 4 --time-budget 1 kernelbench/level1/19_ReLU.py \
-            kernelbench/level1/23_Softmax.py kernelbench/level2/12_Gemm_Multiply_LeakyReLU.py kernelbench/level1/1_Square_matrix_multiplication_.py 2>&1 | tail -9 ;;
+          timeout "${BUDGET:-200}" python3 bench/judge_noise.py --repeats 4 --time-budget "${TIME_BUDGET:-1}" ${NOISE_TASKS:-kernelbench/level1/19_ReLU.py \
+            kernelbench/level1/23_Softmax.py kernelbench/level2/12_Gemm_Multiply_LeakyReLU.py kernelbench/level1/1_Square_matrix_multiplication_.py} 2>&1 | tail -9 ;;
+    rl-contrastive|rl-plain)  # one arm of the ablation from out/sft (which must exist), ABLATION_MINUTES long
+          arm=${step#rl-}; timeout "${BUDGET:-300}" python3 train_rl.py --init out/sft --out out/rl-$arm $([ $arm = plain ] && echo --plain) \
+            --time-limit "${ABLATION_MINUTES:-2}" 2>&1 | tail -20 ;;
     overhead) python3 bench/launch_overhead.py kernelbench/level1/22_Tanh.py kernels/level1/22_Tanh.py \
             kernelbench/level1/19_ReLU.py kernels/level1/19_ReLU.py kernelbench/level1/48_Mean_reduction_over_a_dimension.py \
             kernels/level1/48_Mean_reduction_over_a_dimension.py > results/h200-launch-overhead.md 2>&1; cat results/h200-launch-overhead.md ;;
