@@ -12,7 +12,7 @@ rm -f out/sft.done
 (
   export CUDA_VISIBLE_DEVICES=0 OUT=$OUT/g0; mkdir -p "$OUT"; taskset -cp 0-15 $BASHPID > /dev/null
   NOISE_TASKS="$L1/19_ReLU.py $L1/1_Square_matrix_multiplication_.py" BUDGET=60 step noise
-  TASKS=$L1 IDS=$(seq -s, 1 75) EVAL_FLAGS= TIME_BUDGET=0.5 EVAL_OUT=results/h200-part0 BUDGET=290 step eval-fast
+  TASKS=$L1 IDS=$(seq -s, 1 65) EVAL_FLAGS= TIME_BUDGET=0.5 EVAL_OUT=results/h200-part0 BUDGET=260 step eval-fast
   while [ ! -e out/sft.done ]; do sleep 2; done
   ABLATION_MINUTES=${ABLATION_MINUTES:-2.5} BUDGET=200 step rl-contrastive
 ) > "$OUT/g0.log" 2>&1 &
@@ -22,7 +22,7 @@ rm -f out/sft.done
     --sample-tasks level1/19_ReLU.py,level1/23_Softmax.py,level1/40_LayerNorm.py,level1/97_CosineSimilarityLoss.py}" step sft
   touch out/sft.done
   ABLATION_MINUTES=${ABLATION_MINUTES:-2.5} BUDGET=200 step rl-plain
-  TASKS=$L1 IDS=$(seq -s, 76 100) EVAL_FLAGS= TIME_BUDGET=0.5 EVAL_OUT=results/h200-part1 BUDGET=100 step eval-fast
+  TASKS=$L1 IDS=$(seq -s, 66 100) EVAL_FLAGS= TIME_BUDGET=0.5 EVAL_OUT=results/h200-part1 BUDGET=130 step eval-fast
   TASKS=kernelbench/level2 EVAL_FLAGS= TIME_BUDGET=0.5 EVAL_OUT=results/h200-part1 BUDGET=40 step eval-fast
 ) > "$OUT/g1.log" 2>&1 &
 wait
