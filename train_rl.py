@@ -60,6 +60,9 @@ parser.add_argument("--top-k", type=int, default=0, help="0: off")
 parser.add_argument("--top-p", type=float, default=0.95, help="1: off")
 # ---- exemplars (contrastive prompts)
 parser.add_argument("--exemplars", type=int, default=2, help="earlier correct solutions per prompt, at most")
+parser.add_argument("--seed-bank", default="results/h200.jsonl", help="evaluate.py records of kernels/ solutions: a "
+                    "fresh bank starts with the correct ones of the RL tasks (step -1), so contrastive prompts show "
+                    "exemplars from the first step; empty or missing: start empty")
 parser.add_argument("--buckets", type=int, default=4, help="score buckets the bank's correct solutions fall into")
 parser.add_argument("--bucket-temperature", type=float, default=1.0, help="softmax temperature, bucket mean log2 speedup")
 parser.add_argument("--min-answer-tokens", type=int, default=512, help="drop exemplars until this many tokens are left")
@@ -187,6 +190,33 @@ if master and os.path.exists(log_path):  # steps past the checkpoint will run ag
     with open(log_path, "w") as f:
         f.writelines(lines)
 key = {t: evaluate.task_key(t) for t in tasks}  # 'level1/19_ReLU.py': the bank's and the judge's name
+
+
+def seed_bank(path):
+    """A fresh bank gets the kernels/ solutions of the RL tasks judged on this kind of device, as step -1: CUDA-L1's RL
+    starts from a pool of verified variants, and without one the first visits to every task are
+    plain prompts (on the H200 the first contrastive step showed 0 exemplars). Every rank adds the
+    same entries; only rank 0 writes them."""
+    last = {}
+    for line in open(path):
+        if line.endswith("\n"):
+            r = json.loads(line)
+            measured_on = r.get("env", {}).get("device", "cpu").split(":")[0]  # speedups on another device mislead
+            if r.get("solution") and r["task"] in key.values() and measured_on == device.type:
+                last[r["solution"]] = r  # a file's last record counts
+    n = 0
+    for sol, r in sorted(last.items()):
+        if r.get("correct") and r.get("speedup") and os.path.exists(os.path.join(cudal1.ROOT, sol)):
+            bank.add(r["task"], open(os.path.join(cudal1.ROOT, sol)).read(), r, -1)
+            n += 1
+    return n
+
+
+if not any(bank.entries.values()) and args.seed_bank:
+    if os.path.exists(args.seed_bank):
+        say(f"bank seeded with {seed_bank(args.seed_bank)} judged kernels/ solution(s) from {args.seed_bank}")
+    else:
+        say(f"no {args.seed_bank}: the bank starts empty, so early prompts show no exemplars")
 say(f"{len(tasks)} task(s), {args.tasks_per_step} per step, G={G}; bank holds "
     f"{sum(len(v) for v in bank.entries.values())} judged answers")
 
@@ -354,7 +384,9 @@ while step < args.steps:
     parsed = sum(a["source"] is not None for a in answers) / n
     compiled = sum(r["status"] not in ("parse_error", "compile_error", "skipped") for r in recs) / n
     correct = sum(bool(r["correct"]) for r in recs) / n
-    best = {key[t]: (bank.best(key[t]) or {"record": {"speedup": None}})["record"]["speedup"] for t in tasks}
+    # best found by RL so far (the seeded kernels/ solutions, step -1, are not counted)
+    best = {key[t]: max((e["record"]["speedup"] for e in bank.correct(key[t]) if e["step"] >= 0), default=None)
+            for t in tasks}
     line = dict(step=step, reward_mean=statistics.mean(rewards), reward_max=max(rewards), loss=loss,
                 stopped=sum(a["stopped"] for a in answers) / n, parsed=parsed, compiled=compiled, correct=correct,
                 exemplars=statistics.mean(shown) if shown else 0, best=best, suspicious=len(suspicious),

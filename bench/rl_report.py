@@ -86,7 +86,7 @@ for task in sorted(set().union(*(r["log"][-1]["best"] for r in runs if r["log"])
     cells = []
     for r in runs:
         good = [e["record"]["speedup"] for e in r["bank"].entries.get(task, [])
-                if e["step"] < steps and e["record"].get("correct") and e["record"].get("speedup")]
+                if 0 <= e["step"] < steps and e["record"].get("correct") and e["record"].get("speedup")]  # -1: seeds
         cells.append(f"{max(good):.2f}x" if good else "-")
     md.append(f"| {task} | " + " | ".join(cells) + " |")
 text = "\n".join(md) + "\n"

@@ -237,3 +237,20 @@ def test_rl_resumes_after_a_kill(tmp_path):
     assert len(cudal1.Bank(str(out / "bank.jsonl")).entries["level1/19_ReLU.py"]) >= 2
     again = [json.loads(line) for line in open(out / "suspicious.jsonl")]
     assert len(again) >= 2 and all(s["first"] == s["second"] == 1.5 and s["status"] == "ok" for s in again)
+
+
+def test_fresh_bank_is_seeded_with_judged_solutions_of_this_device(tmp_path):
+    run, out, prompts = rl_runner(tmp_path, fake_judge=True)
+    seeds, small = tmp_path / "records.jsonl", tmp_path / "19_ReLU.seed.py"  # small: fits the tiny block
+    small.write_text(RELU)
+    record = dict(task=TASK, solution=str(small), status="ok", correct=True, speedup=9.0)
+    seeds.write_text(json.dumps({**record, "env": {"device": "cpu"}}) + "\n"
+                     + json.dumps({**record, "solution": "kernels/level1/19_ReLU.py", "env": {"device": "cuda"}}) + "\n")
+    p = run(1, "--seed-bank", str(seeds))
+    assert "bank seeded with 1 judged kernels/ solution(s)" in p.stdout, p.stdout  # the GPU record is not shown on a CPU run
+    assert "Earlier solutions" in eval(open(prompts).readline()) and "9.00x" in open(prompts).read()
+    entries = cudal1.Bank(str(out / "bank.jsonl")).entries[TASK]
+    assert entries[0]["step"] == -1 and entries[0]["source"] == RELU
+    log = json.loads(open(out / "log.jsonl").readline())
+    assert log["best"][TASK] == 1.5  # what RL found; the seeded 9.0x is the library's, not the run's
+    assert not (out / "candidates" / "level1" / "19_ReLU.py").exists()  # 1.5x does not beat the library's 9.0x
