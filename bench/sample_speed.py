@@ -1,0 +1,44 @@
+"""How fast does cudal1.generate decode? ms per decoded token for several batch shapes.
+
+On the H200 a stage-3 step spent 127-133 s sampling 32 answers (4 prompts x 8) of <= ~3000
+tokens: ~40-60 ms per decode step where a launch-bound 12-layer forward should take a few ms. This
+separates the suspects: batch size, one prompt (no padding mask, flash attention) vs prompts of
+different lengths (a per-row mask; with grouped-query attention SDPA may fall back to its math
+kernel), bf16 copy vs fp32 weights.
+
+    python bench/sample_speed.py            # the GPU default model (88M) on cuda, else a tiny one on cpu
+"""
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import torch  # noqa: E402
+import cudal1  # noqa: E402
+
+cuda = torch.cuda.is_available()
+device = "cuda" if cuda else "cpu"
+cfg = (cudal1.Config(vocab_size=2048, block_size=4096, n_layer=12, n_head=12, n_embd=768) if cuda else
+       cudal1.Config(vocab_size=512, block_size=1024, n_layer=2, n_head=4, n_kv_head=2, n_embd=64, n_hidden=128))
+torch.manual_seed(0)
+model = cudal1.Transformer(cfg).to(device)
+new = 256 if cuda else 32
+plen = 1500 if cuda else 300
+print(f"| model | dtype | prompts x samples | prompt lengths | ms per decode step | tokens/s |")
+print("|---|---|---|---|---|---|")
+for dtype in ([torch.bfloat16, torch.float32] if cuda else [torch.float32]):
+    m = cudal1.sampling_model(model, dtype)
+    for n_prompts, samples, ragged in ((1, 1, False), (1, 8, False), (4, 8, False), (4, 8, True)):
+        prompts = [[1 + (i + j) % 200 for j in range(plen - (plen // 8 * i if ragged else 0))] for i in range(n_prompts)]
+        # temperature 0 with no end token: every row decodes exactly `new` tokens
+        run = lambda: cudal1.generate(m, prompts, samples, new, temperature=0)
+        run()  # warm-up
+        if cuda:
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        run()
+        if cuda:
+            torch.cuda.synchronize()
+        dt = (time.perf_counter() - t0) / new
+        print(f"| {sum(p.numel() for p in model.parameters()) / 1e6:.0f}M | {str(dtype)[6:]} | {n_prompts} x {samples} | "
+              f"{'ragged' if ragged else 'equal'} {plen} | {dt * 1e3:.1f} | {n_prompts * samples / dt:,.0f} |")
