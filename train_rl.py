@@ -60,9 +60,10 @@ parser.add_argument("--top-k", type=int, default=0, help="0: off")
 parser.add_argument("--top-p", type=float, default=0.95, help="1: off")
 # ---- exemplars (contrastive prompts)
 parser.add_argument("--exemplars", type=int, default=2, help="earlier correct solutions per prompt, at most")
-parser.add_argument("--seed-bank", default="results/h200.jsonl", help="evaluate.py records of kernels/ solutions: a "
-                    "fresh bank starts with the correct ones of the RL tasks (step -1), so contrastive prompts show "
-                    "exemplars from the first step; empty or missing: start empty")
+parser.add_argument("--seed-bank", default=None, help="evaluate.py records of kernels/ solutions: a fresh bank "
+                    "starts with the correct ones of the RL tasks (step -1), so contrastive prompts show exemplars "
+                    "from the first step; unset: results/h200.jsonl on a GPU, results/cpu.jsonl on the CPU; "
+                    "empty or missing: start empty")
 parser.add_argument("--buckets", type=int, default=4, help="score buckets the bank's correct solutions fall into")
 parser.add_argument("--bucket-temperature", type=float, default=1.0, help="softmax temperature, bucket mean log2 speedup")
 parser.add_argument("--min-answer-tokens", type=int, default=512, help="drop exemplars until this many tokens are left")
@@ -108,9 +109,9 @@ CPU_TASKS = ["19_ReLU", "23_Softmax", "47_Sum_reduction_over_a_dimension", "97_C
 GPU_TASKS = CPU_TASKS + ["12_Matmul_with_diagonal_matrices_", "26_GELU_", "40_LayerNorm", "88_MinGPTNewGelu"]
 DEFAULTS = {
     "cpu": dict(rl_tasks=",".join(f"level1/{t}.py" for t in CPU_TASKS), tasks_per_step=2, num_samples=4,
-                steps=20, lr=3e-5, time_limit=0, max_new_tokens=0),
+                steps=20, lr=3e-5, time_limit=0, max_new_tokens=0, seed_bank="results/cpu.jsonl"),
     "cuda": dict(rl_tasks=",".join(f"level1/{t}.py" for t in GPU_TASKS), tasks_per_step=4, num_samples=8,
-                 steps=200, lr=1e-5, time_limit=5, max_new_tokens=3072),
+                 steps=200, lr=1e-5, time_limit=5, max_new_tokens=3072, seed_bank="results/h200.jsonl"),
 }
 
 # ---- distributed and device

@@ -5,9 +5,10 @@ of self-training on the policy's own answers that the judge verified.
 Stage 1 trains next-token prediction on (plain prompt -> answer) pairs, one per solution file: the
 prompt is the task's reference source and the target device, the answer is the solution's docstring
 (the performance analysis), a design line and its code; the loss covers answer tokens only. Beside
-them, contrastive pairs teach the prompt format of stage 3: for a task with several solutions whose
-speedups the judge measured (--speedups, evaluate.py's records), the prompt shows up to two of them
-with their speedups (cudal1.contrastive_prompt) and the answer is a solution faster than both.
+them, contrastive pairs teach the prompt format of stage 3: for a solution whose speedup the judge
+measured (--speedups, evaluate.py's records), the prompt shows up to two slower variants of its
+task with their speedups -- other solutions, or the reference itself at 1.00x -- (cudal1.
+contrastive_prompt) and the answer is that faster solution.
 Stage 2 (--rounds N) repeats: sample --num-samples answers per task to its plain prompt, and as many
 to a contrastive prompt showing the task's measured solutions, judge each parsed answer with
 evaluate.judge_many (the judge evaluate.py and the RL reward use), keep the correct ones whose code
@@ -55,8 +56,9 @@ parser.add_argument("--kernels", default="kernels", help="verified solutions, le
 parser.add_argument("--tasks", default="kernelbench", help="KernelBench tasks, level*/NAME.py")
 parser.add_argument("--kinds", default=None, help="solution kinds stage 1 trains on, of cuda,cpp,pytorch; "
                     "unset: device default (a CPU trains on what runs on it)")
-parser.add_argument("--speedups", default="results/h200.jsonl", help="the judge's records of --kernels (evaluate.py "
-                    "JSONL): the speedups contrastive prompts show; missing: no contrastive pairs")
+parser.add_argument("--speedups", default=None, help="the judge's records of --kernels (evaluate.py JSONL): the "
+                    "speedups contrastive prompts show; unset: results/h200.jsonl on a GPU, results/cpu.jsonl on "
+                    "the CPU; missing: no contrastive pairs")
 parser.add_argument("--sample-tasks", default=None, help="stage-2 tasks, comma-separated paths under --tasks "
                     "(level1/19_ReLU.py,...); 'all': every task with a solution that runs here; unset: device default")
 # ---- model (a fresh run only: a resumed run keeps its checkpoint's; -1: device default)
@@ -110,10 +112,10 @@ FIRST_SLICE = ("19_ReLU", "20_LeakyReLU", "21_Sigmoid", "23_Softmax", "40_LayerN
                "47_Sum_reduction_over_a_dimension", "97_CosineSimilarityLoss", "12_Matmul_with_diagonal_matrices_")
 DEFAULTS = {
     "cpu": dict(n_layer=4, n_head=4, n_embd=128, block_size=2048, vocab_size=1024, steps=150, batch_size=4, lr=3e-3,
-                rounds=1, num_samples=4, round_steps=20, kinds="cpp",
+                rounds=1, num_samples=4, round_steps=20, kinds="cpp", speedups="results/cpu.jsonl",
                 sample_tasks="level1/19_ReLU.py,level1/23_Softmax.py,level1/47_Sum_reduction_over_a_dimension.py"),
     "cuda": dict(n_layer=12, n_head=12, n_embd=768, block_size=4096, vocab_size=2048, steps=400, batch_size=16,
-                 lr=6e-4, rounds=1, num_samples=4, round_steps=100, kinds="cuda,cpp,pytorch",
+                 lr=6e-4, rounds=1, num_samples=4, round_steps=100, kinds="cuda,cpp,pytorch", speedups="results/h200.jsonl",
                  sample_tasks=",".join(f"level1/{t}.py" for t in FIRST_SLICE)),
 }
 
@@ -188,19 +190,22 @@ def load_speedups(path):
 
 
 def contrastive_pairs(examples, speedups):
-    """(example, exemplars) for each measured solution faster than another measured solution of
-    its task: the exemplars are up to two of those slower ones, (code, speedup) slowest first, as
-    the stage-3 prompt shows its bank's; the answer beats every one, as that prompt asks."""
+    """(example, exemplars) for each measured solution faster than another variant of its task:
+    the exemplars are up to two of those slower ones, (code, speedup) slowest first, as the stage-3
+    prompt shows its bank's; the answer beats every one, as that prompt asks. The reference program
+    itself counts as a variant at 1.00x, so a task with one solution faster than eager teaches the
+    format too (on the CPU, where each task has one C++ solution, it is the only contrast)."""
     by_task = {}
     for e in examples:
         s = speedups.get(os.path.relpath(os.path.abspath(e["path"]), cudal1.ROOT))  # the judge's name for it
         if s:
             by_task.setdefault(e["task"], []).append((s, e))
     pairs = []
-    for group in by_task.values():
+    for task, group in by_task.items():
         group.sort(key=lambda se: se[0])
-        for j, (s, e) in enumerate(group):
-            slower = [(o["code"], so) for so, o in group[:j] if so < s]
+        variants = sorted([(1.0, {"code": read(task)})] + group, key=lambda se: se[0])  # + the reference
+        for s, e in group:
+            slower = [(o["code"], so) for so, o in variants if so < s]
             if slower:
                 pairs.append((e, slower[-2:]))  # the two nearest in speed: the hardest contrast
     return pairs, by_task
@@ -229,7 +234,7 @@ cpairs, measured = contrastive_pairs(examples, speedups or {})  # measured: task
 if speedups is None:
     say(f"no {args.speedups}: no contrastive pairs, plain prompts only (make eval measures kernels/)")
 else:
-    say(f"{len(cpairs)} contrastive pairs over {sum(len(v) > 1 for v in measured.values())} tasks; "
+    say(f"{len(cpairs)} contrastive pairs over {len({e['task'] for e, _ in cpairs})} tasks; "
         f"{len(examples) - sum(map(len, measured.values()))} of {len(examples)} solutions have no 'ok' record "
         f"in {args.speedups}, so no prompt shows them and no contrastive pair answers with them")
 

@@ -18,7 +18,7 @@ import cudal1  # noqa: E402
 
 cuda = torch.cuda.is_available()
 device = "cuda" if cuda else "cpu"
-cfg = (cudal1.Config(vocab_size=2048, block_size=4096, n_layer=12, n_head=12, n_embd=768) if cuda else
+cfg = (cudal1.Config(vocab_size=2048, block_size=4096, n_layer=12, n_head=12, n_kv_head=12, n_embd=768) if cuda else
        cudal1.Config(vocab_size=512, block_size=1024, n_layer=2, n_head=4, n_kv_head=2, n_embd=64, n_hidden=128))
 torch.manual_seed(0)
 model = cudal1.Transformer(cfg).to(device)

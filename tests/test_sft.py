@@ -48,7 +48,9 @@ def test_contrastive_pairs_from_measured_solutions(tmp_path):
                        text=True, timeout=120)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert "2 contrastive pairs over 2 tasks; 1 of 5 solutions have no 'ok' record" in p.stdout, p.stdout
-    assert "5 solutions (4 fit) + 2 contrastive pairs (1 fit)" in p.stdout, p.stdout  # dropped, never cut
+    # LeakyReLU v2's exemplars, its too-long v1 and the reference at 1.00x, leave no room in this block:
+    # the pair is dropped, never cut
+    assert "5 solutions (4 fit) + 2 contrastive pairs (1 fit)" in p.stdout, p.stdout
     p = subprocess.run(cmd + ["--speedups", "nothing.jsonl"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert "no nothing.jsonl: no contrastive pairs" in p.stdout, p.stdout + p.stderr
 
