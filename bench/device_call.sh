@@ -25,6 +25,10 @@ for step in "$@"; do
     noise)  # A/A: the reference judged as its own solution, 4 workers per task
           timeout "${BUDGET:-200}" python3 bench/judge_noise.py --repeats 4 --time-budget "${TIME_BUDGET:-1}" ${NOISE_TASKS:-kernelbench/level1/19_ReLU.py \
             kernelbench/level1/23_Softmax.py kernelbench/level2/12_Gemm_Multiply_LeakyReLU.py kernelbench/level1/1_Square_matrix_multiplication_.py} 2>&1 | tail -9 ;;
+    cudart)  # small CUDA solutions with a static vs a shared CUDA runtime (Makefile CUDART)
+          for rt in static shared; do rm -rf build/kernels; CUDART=$rt timeout "${BUDGET:-120}" python3 evaluate.py \
+            --tasks kernelbench/level1 --ids 19,21,22,47 --solutions kernels --gpu h200 --time-budget 1 \
+            --out results/h200-cudart-$rt 2>&1 | tail -1; done ;;
     sample-speed) python3 bench/sample_speed.py > results/h200-sample-speed.md 2>&1; cat results/h200-sample-speed.md ;;
     rl-contrastive|rl-plain)  # one arm of the ablation from out/sft (which must exist), ABLATION_MINUTES long
           arm=${step#rl-}; timeout "${BUDGET:-300}" python3 train_rl.py --init out/sft --out out/rl-$arm $([ $arm = plain ] && echo --plain) \
