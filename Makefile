@@ -87,7 +87,7 @@ RL_MINUTES ?=
 rl: setup
 	$(PYTHON) train_rl.py --init out/sft --out out/rl $(if $(RL_MINUTES),--time-limit $(RL_MINUTES)) $(RL_FLAGS)
 
-# stage 1 -> 2 -> 3 on the bundled default: CPU ~20 min on 2 cores; H200 ~4 min SFT + 5 min RL
+# stage 1 -> 2 -> 3 on the bundled default: CPU ~10 min on 2 cores; H200 ~4 min SFT + 5 min RL (not yet measured end to end)
 train: setup
 	$(MAKE) --no-print-directory sft
 	$(MAKE) --no-print-directory rl
