@@ -672,7 +672,8 @@ def judge_many(pairs, out=None, progress=False, command=None, **kw):
         for line in open(out + ".jsonl"):
             try:
                 r = json.loads(line)
-                done[(r["task"], r["solution"])] = r
+                if r.get("status") != "not_run":  # a placeholder for a pair a cut-short run never reached
+                    done[(r["task"], r["solution"])] = r
             except (ValueError, KeyError):
                 pass  # a line cut short by a kill
     todo = collections.deque()
@@ -899,6 +900,17 @@ def _no_win_section(records, gpu):
     return lines
 
 
+def read_records(path):
+    """The records of a JSONL file, the last one per (task, solution): a pair judged again (a
+    not_run placeholder, then its record) reports once. A line cut short by a kill is skipped."""
+    last = {}
+    for line in open(path):
+        if line.strip().endswith("}"):
+            r = json.loads(line)
+            last[(r["task"], r["solution"])] = r
+    return list(last.values())
+
+
 def write_report(out, records):
     """out.md and out.json from the records (a resumed or multi-part run reports everything)."""
     env = records[0]["env"] if records else {}
@@ -997,7 +1009,7 @@ def main(argv=None):
         if not os.path.exists(a.out + ".jsonl"):
             print(f"evaluate.py: no such file: {a.out}.jsonl", file=sys.stderr)
             return 2
-        write_report(a.out, [json.loads(line) for line in open(a.out + ".jsonl") if line.strip().endswith("}")])
+        write_report(a.out, read_records(a.out + ".jsonl"))
         print(f"report -> {a.out}.md")
         return 0
     try:
@@ -1027,7 +1039,7 @@ def main(argv=None):
     if errors and len(errors) == len(records):
         print(f"evaluate.py: {errors[0]['message']}", file=sys.stderr)
         return 2
-    allrec = [json.loads(line) for line in open(out + ".jsonl") if line.strip().endswith("}")]
+    allrec = read_records(out + ".jsonl")
     keys = {(r["task"], r["solution"]) for r in records} | {(r["task"], None) for r in records}
     write_report(out, [r for r in allrec if (r["task"], r["solution"]) in keys])
     s = summarize(records)

@@ -327,6 +327,24 @@ def test_killed_run_resumes(tasks, tmp_path):
     assert "| ok |" in (tmp_path / "res.md").read_text()
 
 
+def test_not_run_placeholder_is_judged_and_reported_once(tasks, tmp_path):
+    """A 'not_run' line (a pair a cut-short run never reached) is not a result: the next run judges it."""
+    sols = tmp_path / "sols" / "level1"
+    sols.mkdir(parents=True)
+    (sols / "1_Affine.py").write_text(HONEST)
+    out = tmp_path / "res"
+    args = ["--tasks", str(tasks.parent), "--solutions", str(sols), "--out", str(out), "--device", "cpu",
+            "--jobs", "1", "--iters", "4", "--trials", "2"]
+    assert run_cli(*args).returncode == 0
+    jsonl = tmp_path / "res.jsonl"
+    placeholder = {**json.loads(jsonl.read_text().splitlines()[0]), "status": "not_run", "correct": False}
+    jsonl.write_text(json.dumps(placeholder) + "\n")
+    assert run_cli(*args).returncode == 0
+    assert [json.loads(x)["status"] for x in jsonl.read_text().splitlines()] == ["not_run", "ok"]
+    md = (tmp_path / "res.md").read_text()
+    assert "| ok |" in md and "| not_run |" not in md
+
+
 def test_cudal1_jsonl_input(tasks, tmp_path):
     """CUDA-L1's released format: level_id, task_id, ref_code, custom_code per line."""
     f = tmp_path / "released.jsonl"
