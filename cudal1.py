@@ -302,8 +302,21 @@ class KVCache:
     def __init__(self, n_layer, length):
         self.n_layer, self.length, self.pos, self.start = n_layer, length, 0, None
         self.k = self.v = None  # allocated on first use, in the dtype of the model's k and v
+        self.pos_t = None  # static mode (make_static): the next slot as a device tensor
+
+    def make_static(self):
+        """From here on one token per row per call, written at slot `pos_t` (a tensor the forward
+        advances itself), attending over all `length` slots under a mask: every shape stays the
+        same from step to step, so a decode step can be captured as a CUDA graph and replayed."""
+        self.pos_t = torch.tensor([self.pos], device=self.k.device)
+        if self.start is None:
+            self.start = torch.zeros(self.k.size(1), dtype=torch.long, device=self.k.device)
 
     def update(self, i, k, v):
+        if self.pos_t is not None:
+            self.k[i].index_copy_(2, self.pos_t, k)
+            self.v[i].index_copy_(2, self.pos_t, v)
+            return self.k[i], self.v[i]
         if self.k is None:
             self.k = k.new_zeros((self.n_layer, k.size(0), k.size(1), self.length, k.size(3)))
             self.v = torch.zeros_like(self.k)
@@ -408,26 +421,34 @@ class Transformer(nn.Module):
         cross-entropy over targets that are not -1 instead. With a cache, idx continues it."""
         T = idx.size(1)
         pos, start = (cache.pos, cache.start) if cache is not None else (0, None)
-        mask = None  # (.., T, pos + T) True where a query may attend; None: SDPA's own causal rule
-        if (T > 1 and pos > 0) or start is not None:  # a chunk after a cached prefix: causal, shifted
-            mask = torch.ones(T, pos + T, dtype=torch.bool, device=idx.device).tril(pos)
-        if start is None:
+        mask = None  # (.., T, keys) True where a query may attend; None: SDPA's own causal rule
+        if cache is not None and cache.pos_t is not None:  # one token per row at slot pos_t, over
+            slots = torch.arange(cache.length, device=idx.device)  # every slot: shapes never change
+            at = (cache.pos_t - start).clamp(max=self.config.block_size - 1)  # (B,): see the TRAP below
+            cos, sin = self.cos[at][:, None, None], self.sin[at][:, None, None]  # (B, 1, 1, hd)
+            mask = ((slots <= cache.pos_t) & (slots >= start[:, None]))[:, None, None, :]  # (B, 1, 1, slots)
+        elif start is None:
             if pos + T > self.config.block_size:
                 raise ValueError(f"sequence of {pos + T} tokens exceeds block_size {self.config.block_size}")
             cos, sin = self.cos[pos:pos + T], self.sin[pos:pos + T]  # (T, hd)
+            if T > 1 and pos > 0:  # a chunk after a cached prefix: causal, shifted
+                mask = torch.ones(T, pos + T, dtype=torch.bool, device=idx.device).tril(pos)
         else:  # rows right-aligned in the cache (KVCache.join): own positions, padding never seen
             at = pos + torch.arange(T, device=idx.device) - start[:, None]  # (B, T)
             # TRAP: a row past its own length cap still runs (generate cuts its tokens off later);
             # clamping keeps its position inside the tables instead of raising for the whole batch
             at = at.clamp(max=self.config.block_size - 1)
             cos, sin = self.cos[at][:, None], self.sin[at][:, None]  # (B, 1, T, hd)
+            causal = torch.ones(T, pos + T, dtype=torch.bool, device=idx.device).tril(pos)
             keep = torch.arange(pos + T, device=idx.device) >= start[:, None]  # (B, pos + T)
-            mask = mask & keep[:, None, None, :]  # (B, 1, T, pos + T)
+            mask = causal & keep[:, None, None, :]  # (B, 1, T, pos + T)
         x = self.model.embed_tokens(idx)  # (B, T, C)
         for layer in self.model.layers:
             x = layer(x, cos, sin, cache, mask)
         if cache is not None:
             cache.pos += T
+            if cache.pos_t is not None:
+                cache.pos_t.add_(1)  # on the device: a replayed CUDA graph advances it too
         logits = self.lm_head(self.model.norm(x))
         if targets is None:
             return logits
@@ -453,9 +474,36 @@ def sample_next(logits, temperature=1.0, top_k=0, top_p=1.0, generator=None):
     return torch.multinomial(logits.softmax(-1), 1, generator=generator).squeeze(1)
 
 
+def graphed_step(model, cache):
+    """One decode step of `model` over a static cache, as a function token (N,) -> logits (N, vocab).
+    On CUDA the step is captured once as a CUDA graph and replayed: one launch instead of a few
+    thousand dispatched ops per token (a 12-layer forward is ~2800 aten calls). Elsewhere it just runs."""
+    cache.make_static()
+    if cache.k.device.type != "cuda":
+        return lambda token: model(token[:, None], cache=cache)[:, -1]
+    tok = torch.zeros(cache.k.size(1), 1, dtype=torch.long, device=cache.k.device)  # the graph's input
+    pos = cache.pos_t.clone()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up off the capture (it writes slots >= pos, rewritten later)
+        for _ in range(2):
+            model(tok, cache=cache)
+    torch.cuda.current_stream().wait_stream(side)
+    cache.pos_t.copy_(pos)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        logits = model(tok, cache=cache)[:, -1]  # its output buffer, refilled by every replay
+
+    def step(token):
+        tok.copy_(token[:, None])
+        graph.replay()
+        return logits
+    return step
+
+
 @torch.no_grad()
 def generate(model, prompts, num_samples=1, max_new_tokens=512, temperature=1.0, top_k=0,
-             top_p=1.0, generator=None, end_id=None):
+             top_p=1.0, generator=None, end_id=None, graph=False):
     """Sample num_samples answers to each of several prompts (lists of ids), all in one batch with
     a KV cache. Returns one list of answers (id lists) per prompt; given a single prompt (a list of
     ints), just its list. An answer ends with end_id when it stopped by itself, and is cut at
@@ -463,7 +511,8 @@ def generate(model, prompts, num_samples=1, max_new_tokens=512, temperature=1.0,
 
     Each prompt is prefilled alone (no padding to compute), then the caches are joined right-aligned
     (KVCache.join) and every row decodes together: one forward per token for the whole batch,
-    which runs as long as its longest answer. Sample from sampling_model(model, dtype)."""
+    which runs as long as its longest answer. Sample from sampling_model(model, dtype).
+    graph=True decodes with fixed shapes through graphed_step (a CUDA graph on a GPU)."""
     single = isinstance(prompts[0], int)
     prompts = [prompts] if single else prompts
     device, block = model.lm_head.weight.device, model.config.block_size
@@ -476,6 +525,8 @@ def generate(model, prompts, num_samples=1, max_new_tokens=512, temperature=1.0,
         logits.append(model(torch.tensor([p], device=device), cache=caches[-1])[:, -1])  # (1, vocab)
     cache = KVCache.join(caches, max(map(len, prompts)) + max(caps), repeat=num_samples)
     logits = torch.cat(logits).repeat_interleave(num_samples, 0)  # (N, vocab): the samples diverge from here
+    step = (graphed_step(model, cache) if graph else
+            lambda token: model(token[:, None], cache=cache)[:, -1])
     cap = torch.tensor(caps, device=device).repeat_interleave(num_samples)  # (N,)
     done = torch.zeros(len(cap), dtype=torch.bool, device=device)
     out = []
@@ -489,7 +540,7 @@ def generate(model, prompts, num_samples=1, max_new_tokens=512, temperature=1.0,
         # done.all() waits for the device, so it is asked only every 16 tokens
         if t == max(caps) - 1 or ((t + 1) % 16 == 0 and done.all()):
             break
-        logits = model(token[:, None], cache=cache)[:, -1]
+        logits = step(token)
     rows = [row[:c] for row, c in zip(torch.stack(out, 1).tolist(), cap.tolist())]  # (N, <= cap)
     rows = [row[:row.index(end_id) + 1] if end_id in row else row for row in rows]
     groups = [rows[i * num_samples:(i + 1) * num_samples] for i in range(len(prompts))]

@@ -58,6 +58,8 @@ parser.add_argument("--max-new-tokens", type=int, default=-1, help="answer lengt
 parser.add_argument("--temperature", type=float, default=0.8, help="as stage 2; 0: greedy (a group of G equal answers)")
 parser.add_argument("--top-k", type=int, default=0, help="0: off")
 parser.add_argument("--top-p", type=float, default=0.95, help="1: off")
+parser.add_argument("--cuda-graphs", action="store_true", help="decode through one replayed CUDA graph per step "
+                    "(cudal1.graphed_step); off until bench/sample_speed.py has measured it on a GPU")
 # ---- exemplars (contrastive prompts)
 parser.add_argument("--exemplars", type=int, default=2, help="earlier correct solutions per prompt, at most")
 parser.add_argument("--seed-bank", default=None, help="evaluate.py records of kernels/ solutions: a fresh bank "
@@ -348,7 +350,7 @@ while step < args.steps:
     # every task of the step in one batch: G rows per task, decoding together
     rows = cudal1.generate(cudal1.sampling_model(model, dtype), [ids for ids, _ in prompts], G,
                            args.max_new_tokens or cfg.block_size, args.temperature, args.top_k, args.top_p,
-                           gen, tok.end_id) if prompts else []  # a rank may have no task this step
+                           gen, tok.end_id, args.cuda_graphs) if prompts else []  # a rank may have no task this step
     groups = [dict(task=task, prompt=ids, rows=r, shown=shown) for task, (ids, shown), r in zip(mine, prompts, rows)]
     t1 = time.time()
     answers, suspicious = judge(groups)

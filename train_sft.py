@@ -85,6 +85,8 @@ parser.add_argument("--min-answer-tokens", type=int, default=512, help="contrast
 parser.add_argument("--temperature", type=float, default=0.8, help="0: greedy")
 parser.add_argument("--top-k", type=int, default=0, help="0: off")
 parser.add_argument("--top-p", type=float, default=0.95, help="1: off")
+parser.add_argument("--cuda-graphs", action="store_true", help="decode through one replayed CUDA graph per step "
+                    "(cudal1.graphed_step); off until bench/sample_speed.py has measured it on a GPU")
 parser.add_argument("--round-steps", type=int, default=-1, help="fine-tuning steps per round; -1: device default")
 parser.add_argument("--round-lr", type=float, default=-1, help="peak learning rate of each round's fine-tune, "
                     "warmup then cosine to 10%%; -1: 20%% of --lr")
@@ -428,7 +430,7 @@ def sample_answers(tasks, round):
         return []
     groups = cudal1.generate(cudal1.sampling_model(raw_model, dtype), [ids for _, _, ids in jobs], args.num_samples,
                              args.max_new_tokens if args.max_new_tokens > 0 else cfg.block_size,
-                             args.temperature, args.top_k, args.top_p, g, tok.end_id)
+                             args.temperature, args.top_k, args.top_p, g, tok.end_id, args.cuda_graphs)
     return [dict(task=task, prompt=kind, text=tok.decode(r), stopped=r[-1:] == [tok.end_id])
             for (task, kind, _), rows in zip(jobs, groups) for r in rows]
 

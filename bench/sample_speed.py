@@ -24,21 +24,26 @@ torch.manual_seed(0)
 model = cudal1.Transformer(cfg).to(device)
 new = 256 if cuda else 32
 plen = 1500 if cuda else 300
-print(f"| model | dtype | prompts x samples | prompt lengths | ms per decode step | tokens/s |")
-print("|---|---|---|---|---|---|")
+print("| model | dtype | prompts x samples | prompt lengths | decode | ms per decode step | tokens/s |")
+print("|---|---|---|---|---|---|---|")
 for dtype in ([torch.bfloat16, torch.float32] if cuda else [torch.float32]):
     m = cudal1.sampling_model(model, dtype)
     for n_prompts, samples, ragged in ((1, 1, False), (1, 8, False), (4, 8, False), (4, 8, True)):
         prompts = [[1 + (i + j) % 200 for j in range(plen - (plen // 8 * i if ragged else 0))] for i in range(n_prompts)]
-        # temperature 0 with no end token: every row decodes exactly `new` tokens
-        run = lambda: cudal1.generate(m, prompts, samples, new, temperature=0)
-        run()  # warm-up
-        if cuda:
-            torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        run()
-        if cuda:
-            torch.cuda.synchronize()
-        dt = (time.perf_counter() - t0) / new
-        print(f"| {sum(p.numel() for p in model.parameters()) / 1e6:.0f}M | {str(dtype)[6:]} | {n_prompts} x {samples} | "
-              f"{'ragged' if ragged else 'equal'} {plen} | {dt * 1e3:.1f} | {n_prompts * samples / dt:,.0f} |")
+        answers = {}
+        for graph in (False, True):
+            # temperature 0 with no end token: every row decodes exactly `new` tokens
+            run = lambda: cudal1.generate(m, prompts, samples, new, temperature=0, graph=graph)
+            run()  # warm-up
+            if cuda:
+                torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            answers[graph] = run()
+            if cuda:
+                torch.cuda.synchronize()
+            dt = (time.perf_counter() - t0) / new
+            print(f"| {sum(p.numel() for p in model.parameters()) / 1e6:.0f}M | {str(dtype)[6:]} | {n_prompts} x {samples} | "
+                  f"{'ragged' if ragged else 'equal'} {plen} | {'CUDA graph' if graph and cuda else 'fixed shapes' if graph else 'eager'} | "
+                  f"{dt * 1e3:.1f} | {n_prompts * samples / dt:,.0f} |")
+        same = sum(a == b for ga, gb in zip(answers[False], answers[True]) for a, b in zip(ga, gb))
+        print(f"|  |  |  |  | greedy answers equal with and without: {same}/{n_prompts * samples} |  |  |")

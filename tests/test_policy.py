@@ -156,6 +156,9 @@ def test_batched_prompts_equal_one_at_a_time(tok, n_kv_head):
     want = [cudal1.generate(model, p, 2, 30, temperature=0, end_id=end) for p in prompts]
     assert cudal1.generate(model, prompts, 2, 30, temperature=0, end_id=end) == want
     assert want[0][0][-1] == end and len(want[0][0]) <= 6
+    # the fixed-shape decode that CUDA graphs replay (graph=True; uncaptured on the CPU) is the same
+    assert cudal1.generate(model, prompts, 2, 30, temperature=0, graph=True) == alone
+    assert cudal1.generate(model, prompts[0], 2, 30, temperature=0, end_id=end, graph=True) == want[0]
 
 
 def test_sampling_model():

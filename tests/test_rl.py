@@ -147,7 +147,7 @@ GOOD, BAD = cudal1.format_answer({relu!r}), {bad!r}
 tok = cudal1.Tokenizer()
 
 def fake_generate(model, batch, num_samples=1, max_new_tokens=512, temperature=1.0, top_k=0, top_p=1.0,
-                  generator=None, end_id=None):
+                  generator=None, end_id=None, graph=False):
     with open({prompts!r}, "a") as f:
         f.writelines(repr(tok.decode(p)) + "\\n" for p in batch)
     return [[tok.encode_answer(GOOD if i % 2 == 0 else BAD) for i in range(num_samples)] for p in batch]
