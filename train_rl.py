@@ -96,8 +96,8 @@ parser.add_argument("--seed", type=int, default=1337)
 parser.add_argument("--save-every", type=int, default=5, help="steps between checkpoints (the bank: every step)")
 args = parser.parse_args()
 
-# Left at -1 / unset, these follow the device. Few tasks on purpose: a task's prompt shows
-# exemplars only once the bank holds its earlier answers, so in a short run each task must come
+# Left at -1 / unset, these follow the device. Few tasks on purpose: a task's prompt contrasts the
+# policy's own earlier answers only once the bank holds them, so in a short run each task must come
 # back often. CPU: 4 level-1 tasks with C++ solutions and sub-millisecond references (a GEMM task
 # would spend the step timing its reference), 2 per step, 4 answers each. GPU: 8 level-1 tasks with
 # CUDA solutions, 4 per step, 8 answers each, stopping after 5 minutes so that `make train` fits one
@@ -196,10 +196,9 @@ key = {t: evaluate.task_key(t) for t in tasks}  # 'level1/19_ReLU.py': the bank'
 
 
 def seed_bank(path):
-    """A fresh bank gets the kernels/ solutions of the RL tasks judged on this kind of device, as step -1: CUDA-L1's RL
-    starts from a pool of verified variants, and without one the first visits to every task are
-    plain prompts (on the H200 the first contrastive step showed 0 exemplars). Every rank adds the
-    same entries; only rank 0 writes them."""
+    """Adds the kernels/ solutions of the RL tasks judged on this kind of device, as step -1:
+    CUDA-L1's RL starts from a pool of verified variants (on the H200, an empty bank made the first
+    contrastive step all plain prompts). Every rank adds the same entries; only rank 0 writes them."""
     last = {}
     for line in open(path):
         if line.endswith("\n"):
@@ -215,13 +214,18 @@ def seed_bank(path):
     return n
 
 
-if not any(bank.entries.values()) and args.seed_bank:
-    if os.path.exists(args.seed_bank):
+if not any(bank.entries.values()):
+    # A fresh bank holds each task's reference as a variant at 1.00x -- what stage 1's contrastive
+    # pairs show, so every prompt has an exemplar from the first step, and a candidate must beat
+    # eager -- then the judged kernels/ solutions of this device.
+    for t in tasks:
+        bank.add(key[t], read(t), {"status": "reference", "correct": True, "speedup": 1.0}, -1)
+    if args.seed_bank and os.path.exists(args.seed_bank):
         say(f"bank seeded with {seed_bank(args.seed_bank)} judged kernels/ solution(s) from {args.seed_bank}")
-    else:
-        say(f"no {args.seed_bank}: the bank starts empty, so early prompts show no exemplars")
+    elif args.seed_bank:
+        say(f"no {args.seed_bank}: the bank starts with the references alone")
 say(f"{len(tasks)} task(s), {args.tasks_per_step} per step, G={G}; bank holds "
-    f"{sum(len(v) for v in bank.entries.values())} judged answers")
+    f"{sum(len(v) for v in bank.entries.values())} solutions (references and seeds included)")
 
 
 def step_tasks(step):

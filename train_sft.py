@@ -413,15 +413,17 @@ if start_round == 0 and step < args.steps:
 
 # ---- stage 2: sample -> judge -> keep correct, new solutions -> fine-tune
 def sample_answers(tasks, round):
-    """num_samples answers per task to its plain prompt and, for a task with measured kernels/
-    solutions, as many to a contrastive prompt showing up to two of them (drawn as stage 3 draws
-    from its bank), all in one batch: a list of dicts (task, prompt 'plain'/'contrastive', text, stopped)."""
+    """num_samples answers per task to its plain prompt and as many to a contrastive prompt showing
+    up to two of its variants -- the reference at 1.00x and its measured kernels/ solutions, drawn as
+    stage 3 draws from its bank -- all in one batch: a list of dicts (task, prompt
+    'plain'/'contrastive', text, stopped)."""
     g = torch.Generator(device).manual_seed(args.seed + 1000 * round + rank)
     rng = random.Random(args.seed + 1000 * round + rank)  # exemplar draws
     jobs = []  # (task, prompt kind, prompt ids)
     for task in tasks:
         jobs.append((task, "plain", tok.encode_prompt(cudal1.plain_prompt(read(task), target))))
-        bank = [dict(source=e["code"], record=dict(correct=True, speedup=s)) for s, e in measured.get(task, [])]
+        bank = [dict(source=read(task), record=dict(correct=True, speedup=1.0))]  # the reference, as stage 3's bank
+        bank += [dict(source=e["code"], record=dict(correct=True, speedup=s)) for s, e in measured.get(task, [])]
         shown = [(b["source"], b["record"]["speedup"]) for b in cudal1.bucket_sample(bank, 2, rng=rng)]
         ids = contrastive_ids(task, target, shown, args.min_answer_tokens)
         if ids is not None:

@@ -206,14 +206,12 @@ def test_rl_steps_on_cpu_with_the_real_judge(tmp_path):
     log = [json.loads(line) for line in open(out / "log.jsonl")]
     assert [l["step"] for l in log] == [0, 1] and all(l["loss"] is not None for l in log)
     bank = cudal1.Bank(str(out / "bank.jsonl"))
-    entries = bank.entries["level1/19_ReLU.py"]  # the broken answers never parsed: not in the bank
+    ref, *entries = bank.entries["level1/19_ReLU.py"]  # the broken answers never parsed: not in the bank
+    assert ref["step"] == -1 and ref["record"] == {"status": "reference", "correct": True, "speedup": 1.0}
     assert len(entries) == 2 and all(e["record"]["correct"] and e["record"]["speedup"] > 0 for e in entries)
-    # step 0's prompt is plain (empty bank); step 1's shows the step-0 solution with its speedup
+    # step 0's prompt shows the reference at 1.00x; step 1's may also show the step-0 answer
     seen = [eval(line) for line in open(prompts)]
-    assert "Earlier solutions" not in seen[0] and "Earlier solutions" in seen[1] and "speedup" in seen[1]
-    cand = json.load(open(out / "candidates" / "level1" / "19_ReLU.json"))
-    assert cand["record"]["correct"] and cand["record"]["status"] == "ok"
-    assert "class ModelNew" in (out / "candidates" / "level1" / "19_ReLU.py").read_text()
+    assert "Earlier solutions" in seen[0] and "speedup 1.00x" in seen[0] and "Earlier solutions" in seen[1]
     # two steps with advantages (+1, -1) lowered the loss on exactly those answers
     assert objective(str(out), prompts) < objective(str(out.parent / "sft"), prompts)
 
@@ -237,6 +235,10 @@ def test_rl_resumes_after_a_kill(tmp_path):
     assert len(cudal1.Bank(str(out / "bank.jsonl")).entries["level1/19_ReLU.py"]) >= 2
     again = [json.loads(line) for line in open(out / "suspicious.jsonl")]
     assert len(again) >= 2 and all(s["first"] == s["second"] == 1.5 and s["status"] == "ok" for s in again)
+    # 1.5x beats the reference's 1.00x: the task's best answer is a candidate, with its record
+    cand = json.load(open(out / "candidates" / "level1" / "19_ReLU.json"))
+    assert cand["record"]["correct"] and cand["record"]["speedup"] == 1.5
+    assert "class ModelNew" in (out / "candidates" / "level1" / "19_ReLU.py").read_text()
 
 
 def test_fresh_bank_is_seeded_with_judged_solutions_of_this_device(tmp_path):
@@ -249,8 +251,8 @@ def test_fresh_bank_is_seeded_with_judged_solutions_of_this_device(tmp_path):
     p = run(1, "--seed-bank", str(seeds))
     assert "bank seeded with 1 judged kernels/ solution(s)" in p.stdout, p.stdout  # the GPU record is not shown on a CPU run
     assert "Earlier solutions" in eval(open(prompts).readline()) and "9.00x" in open(prompts).read()
-    entries = cudal1.Bank(str(out / "bank.jsonl")).entries[TASK]
-    assert entries[0]["step"] == -1 and entries[0]["source"] == RELU
+    ref, seed, *found = cudal1.Bank(str(out / "bank.jsonl")).entries[TASK]
+    assert ref["record"]["status"] == "reference" and seed["step"] == -1 and seed["source"] == RELU
     log = json.loads(open(out / "log.jsonl").readline())
     assert log["best"][TASK] == 1.5  # what RL found; the seeded 9.0x is the library's, not the run's
     assert not (out / "candidates" / "level1" / "19_ReLU.py").exists()  # 1.5x does not beat the library's 9.0x
