@@ -6,7 +6,11 @@ DRAM round trip. The output is allocated with torch.empty_like, the raw current-
 passed as an integer, and a single pybind11 call launches a kernel that moves one float4 per thread
 with 128-bit loads and stores (256 blocks x 256 threads cover the tensor in one wave). tanhf is the
 accurate libdevice routine, as in eager, so no precision is traded. The kernel is as latency-bound
-as eager's; the saving is the host path: expect ~1.2-1.4x.
+as eager's, so any saving had to come from the host path. Measured on the H200 (results/h200.md,
+9f51962): 0.48x vs eager -- with 2 MB moved the call is launch-bound (a few % of peak HBM
+bandwidth), and in the judge this path costs ~11 us more per call than eager's (22.2 against 10.7
+us); a bare-loop probe shows only ~1 us between the two (30.6 against 29.3 us of host time,
+results/h200-launch-overhead.md), and the cause is open: see the Makefile's CUDART note.
 """
 import torch
 import torch.nn as nn

@@ -11,8 +11,10 @@ every block reads the 8 pairs through distributed shared memory, merges them in 
 m_b, S = sum s_b exp(m_b - M), the online-softmax rescaling, so no second exchange is needed) and
 writes (x - M) - log S -- torch's own epilogue -- with 128-bit stores. Traffic is the minimum (1 MB
 in, 1 MB out), expf/logf are the accurate versions, and one launch sits behind a thin Python call.
-Expect ~1.4-1.8x (shorter, wider kernel plus less host work). Rows longer than 65536 or not a
-multiple of 4 fall back to torch.log_softmax.
+Rows longer than 65536 or not a multiple of 4 fall back to torch.log_softmax. Measured on the H200
+(results/h200.md, 9f51962): 0.58x vs eager -- with 2 MB moved the call is launch-bound (a few % of
+peak HBM bandwidth), and in the judge this path costs ~12 us more per call than eager's (29.5
+against 17.1 us; the cause is open: see the Makefile's CUDART note).
 """
 import torch
 import torch.nn as nn

@@ -7,7 +7,10 @@ torch's formula with its default beta and threshold, with the accurate libdevice
 (log1p keeps full precision when e^x is small, i.e. for very negative x). The output is allocated
 with torch.empty_like and the raw current-stream handle is passed as an integer, so a forward is
 one pybind11 call and one launch. The transcendentals cost ~40 instructions per element, still
-hidden behind the DRAM latency; expect ~1.2-1.4x from the leaner host path.
+hidden behind the DRAM latency, so any gain had to come from the leaner host path. Measured on the
+H200 (results/h200.md, 9f51962): 0.59x vs eager -- with 2 MB moved the call is launch-bound (a few
+% of peak HBM bandwidth), and in the judge this path costs ~11 us more per call than eager's (26.9
+against 16.0 us; the cause is open: see the Makefile's CUDART note).
 """
 import torch
 import torch.nn as nn

@@ -8,9 +8,12 @@ partial sums. A block of 8 x 32 threads covers 32 columns, so the (16, 256, 256)
 128 blocks -- about one per SM -- with 8 independent float4 loads per thread, putting the whole
 4 MB input in flight at once: the kernel costs roughly one DRAM round trip plus the read time.
 Eager's generic reduction picks a strategy at run time and pays the dispatcher; at this size the
-call is latency- and overhead-bound, so expect ~1.1-1.5x. Summation order differs from torch
-(32 strided partial sums, then a tree), well inside fp32 tolerance. Shapes whose inner size is
-not a multiple of 4 fall back to torch.sum.
+call is latency- and overhead-bound. Summation order differs from torch (32 strided partial sums,
+then a tree), well inside fp32 tolerance. Shapes whose inner size is not a multiple of 4 fall back
+to torch.sum. Measured on the H200 (results/h200.md, 9f51962): 0.57x vs eager -- with 4 MB moved
+the call is launch-bound (a few % of peak HBM bandwidth), and in the judge this path costs ~24 us
+more per call than eager's (55.7 against 31.7 us; the cause is open: see the Makefile's CUDART
+note).
 """
 import math
 

@@ -13,7 +13,9 @@ with zeros (which add exact zeros to every dot product) and the stacked B gets a
 Hopper kernels instead of the unaligned fallbacks. Small terms come first along K; an emulation of
 the tensor core's truncating accumulation puts the worst element at ~0.2-0.3 of the strict 1e-4
 tolerance. Packing moves 167 MB in and 251 MB out (~100 us); the GEMM is 860 GFLOP of bf16 work,
-~1.3-1.5 ms. Expect ~3.5x over eager.
+~1.3-1.5 ms by estimate. Measured on the H200 (results/h200.md, 9f51962): 0.82x vs eager: 7.94 ms
+against eager's 6.50 ms, far longer than that estimate and slower than the unpadded 3xTF32 variant
+(0.86x); the cause is unexplained.
 """
 import torch
 import torch.nn as nn
