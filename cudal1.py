@@ -474,31 +474,28 @@ def sample_next(logits, temperature=1.0, top_k=0, top_p=1.0, generator=None):
     return torch.multinomial(logits.softmax(-1), 1, generator=generator).squeeze(1)
 
 
-def graphed_step(model, cache):
-    """One decode step of `model` over a static cache, as a function token (N,) -> logits (N, vocab).
-    On CUDA the step is captured once as a CUDA graph and replayed: one launch instead of a few
-    thousand dispatched ops per token (a 12-layer forward is ~2800 aten calls). Elsewhere it just runs."""
-    cache.make_static()
-    if cache.k.device.type != "cuda":
-        return lambda token: model(token[:, None], cache=cache)[:, -1]
-    tok = torch.zeros(cache.k.size(1), 1, dtype=torch.long, device=cache.k.device)  # the graph's input
+def cuda_graph(step, cache):
+    """`step` (token (N,) -> logits (N, vocab), over a cache made static) captured once as a CUDA
+    graph and replayed: one launch per token instead of a few thousand dispatched ops (a 12-layer
+    forward is ~2800 aten calls)."""
+    tok = torch.zeros(cache.k.size(1), dtype=torch.long, device=cache.k.device)  # the graph's input
     pos = cache.pos_t.clone()
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):  # warm-up off the capture (it writes slots >= pos, rewritten later)
         for _ in range(2):
-            model(tok, cache=cache)
+            step(tok)
     torch.cuda.current_stream().wait_stream(side)
     cache.pos_t.copy_(pos)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        logits = model(tok, cache=cache)[:, -1]  # its output buffer, refilled by every replay
+        logits = step(tok)  # its output buffer, refilled by every replay
 
-    def step(token):
-        tok.copy_(token[:, None])
+    def replay(token):
+        tok.copy_(token)
         graph.replay()
         return logits
-    return step
+    return replay
 
 
 @torch.no_grad()
@@ -512,7 +509,7 @@ def generate(model, prompts, num_samples=1, max_new_tokens=512, temperature=1.0,
     Each prompt is prefilled alone (no padding to compute), then the caches are joined right-aligned
     (KVCache.join) and every row decodes together: one forward per token for the whole batch,
     which runs as long as its longest answer. Sample from sampling_model(model, dtype).
-    graph=True decodes with fixed shapes through graphed_step (a CUDA graph on a GPU)."""
+    graph=True decodes with fixed shapes (KVCache.make_static), replayed as a CUDA graph on a GPU."""
     single = isinstance(prompts[0], int)
     prompts = [prompts] if single else prompts
     device, block = model.lm_head.weight.device, model.config.block_size
@@ -525,8 +522,11 @@ def generate(model, prompts, num_samples=1, max_new_tokens=512, temperature=1.0,
         logits.append(model(torch.tensor([p], device=device), cache=caches[-1])[:, -1])  # (1, vocab)
     cache = KVCache.join(caches, max(map(len, prompts)) + max(caps), repeat=num_samples)
     logits = torch.cat(logits).repeat_interleave(num_samples, 0)  # (N, vocab): the samples diverge from here
-    step = (graphed_step(model, cache) if graph else
-            lambda token: model(token[:, None], cache=cache)[:, -1])
+    step = lambda token: model(token[:, None], cache=cache)[:, -1]  # (N,) -> (N, vocab)
+    if graph:
+        cache.make_static()
+        if device.type == "cuda":
+            step = cuda_graph(step, cache)
     cap = torch.tensor(caps, device=device).repeat_interleave(num_samples)  # (N,)
     done = torch.zeros(len(cap), dtype=torch.bool, device=device)
     out = []

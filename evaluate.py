@@ -668,14 +668,8 @@ def judge_many(pairs, out=None, progress=False, command=None, **kw):
     keys = [_key(t, s) for t, s in files]
     results = [None] * len(files)
     done = {}
-    if out and os.path.exists(out + ".jsonl"):
-        for line in open(out + ".jsonl"):
-            try:
-                r = json.loads(line)
-                if r.get("status") != "not_run":  # a placeholder for a pair a cut-short run never reached
-                    done[(r["task"], r["solution"])] = r
-            except (ValueError, KeyError):
-                pass  # a line cut short by a kill
+    if out and os.path.exists(out + ".jsonl"):  # not_run: a placeholder for a pair a cut-short run never reached
+        done = {(r["task"], r["solution"]): r for r in read_records(out + ".jsonl") if r.get("status") != "not_run"}
     todo = collections.deque()
     for i, key in enumerate(keys):
         if key in done:
@@ -902,12 +896,14 @@ def _no_win_section(records, gpu):
 
 def read_records(path):
     """The records of a JSONL file, the last one per (task, solution): a pair judged again (a
-    not_run placeholder, then its record) reports once. A line cut short by a kill is skipped."""
+    not_run placeholder, then its record) counts once. A line cut short by a kill is skipped."""
     last = {}
     for line in open(path):
-        if line.strip().endswith("}"):
+        try:
             r = json.loads(line)
             last[(r["task"], r["solution"])] = r
+        except (ValueError, KeyError):
+            pass
     return list(last.values())
 
 

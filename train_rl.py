@@ -59,7 +59,7 @@ parser.add_argument("--temperature", type=float, default=0.8, help="as stage 2; 
 parser.add_argument("--top-k", type=int, default=0, help="0: off")
 parser.add_argument("--top-p", type=float, default=0.95, help="1: off")
 parser.add_argument("--cuda-graphs", action="store_true", help="decode through one replayed CUDA graph per step "
-                    "(cudal1.graphed_step); off until bench/sample_speed.py has measured it on a GPU")
+                    "(cudal1.cuda_graph); off until bench/sample_speed.py has measured it on a GPU")
 # ---- exemplars (contrastive prompts)
 parser.add_argument("--exemplars", type=int, default=2, help="earlier correct solutions per prompt, at most")
 parser.add_argument("--seed-bank", default=None, help="evaluate.py records of kernels/ solutions: a fresh bank "
@@ -199,17 +199,13 @@ def seed_bank(path):
     """Adds the kernels/ solutions of the RL tasks judged on this kind of device, as step -1:
     CUDA-L1's RL starts from a pool of verified variants (on the H200, an empty bank made the first
     contrastive step all plain prompts). Every rank adds the same entries; only rank 0 writes them."""
-    last = {}
-    for line in open(path):
-        if line.endswith("\n"):
-            r = json.loads(line)
-            measured_on = r.get("env", {}).get("device", "cpu").split(":")[0]  # speedups on another device mislead
-            if r.get("solution") and r["task"] in key.values() and measured_on == device.type:
-                last[r["solution"]] = r  # a file's last record counts
     n = 0
-    for sol, r in sorted(last.items()):
-        if r.get("correct") and r.get("speedup") and os.path.exists(os.path.join(cudal1.ROOT, sol)):
-            bank.add(r["task"], open(os.path.join(cudal1.ROOT, sol)).read(), r, -1)
+    for r in sorted(evaluate.read_records(path), key=lambda r: r["solution"] or ""):  # a file's last record
+        sol = r["solution"] and os.path.join(cudal1.ROOT, r["solution"])
+        measured_on = r.get("env", {}).get("device", "cpu").split(":")[0]  # speedups on another device mislead
+        if (sol and r["task"] in key.values() and measured_on == device.type and r.get("correct")
+                and r.get("speedup") and os.path.exists(sol)):
+            bank.add(r["task"], open(sol).read(), r, -1)
             n += 1
     return n
 

@@ -86,7 +86,7 @@ parser.add_argument("--temperature", type=float, default=0.8, help="0: greedy")
 parser.add_argument("--top-k", type=int, default=0, help="0: off")
 parser.add_argument("--top-p", type=float, default=0.95, help="1: off")
 parser.add_argument("--cuda-graphs", action="store_true", help="decode through one replayed CUDA graph per step "
-                    "(cudal1.graphed_step); off until bench/sample_speed.py has measured it on a GPU")
+                    "(cudal1.cuda_graph); off until bench/sample_speed.py has measured it on a GPU")
 parser.add_argument("--round-steps", type=int, default=-1, help="fine-tuning steps per round; -1: device default")
 parser.add_argument("--round-lr", type=float, default=-1, help="peak learning rate of each round's fine-tune, "
                     "warmup then cosine to 10%%; -1: 20%% of --lr")
@@ -182,13 +182,9 @@ def load_speedups(path):
     speedup. None when there is no such file."""
     if not os.path.exists(path):
         return None
-    last = {}
-    for line in open(path):
-        if line.endswith("\n"):  # a run killed mid-write leaves a torn last line
-            r = json.loads(line)
-            if r.get("solution"):
-                last[r["solution"]] = r["speedup"] if r.get("status") == "ok" else None
-    return {k: v for k, v in last.items() if v}
+    import evaluate
+    return {r["solution"]: r["speedup"] for r in evaluate.read_records(path)
+            if r["solution"] and r.get("status") == "ok" and r.get("speedup")}
 
 
 def contrastive_pairs(examples, speedups):
