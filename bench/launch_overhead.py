@@ -37,6 +37,8 @@ def per_call_us(model, xs, l2_flush):
     return statistics.median(host) * 1e6, statistics.median(gpu) * 1e6
 
 
+print(f"# Launch overhead probe (bare loops, outside the judge)\n\n- command: `python {' '.join(sys.argv)}`\n"
+      f"- commit {evaluate.commit()}, GPU {torch.cuda.get_device_name()}, torch {torch.__version__}; {N} calls per row, median\n")
 print("| task | model | host us | host us, L2 flushed | GPU us (events) |")
 print("|---|---|---|---|---|")
 args = sys.argv[1:]
