@@ -25,14 +25,12 @@ for step in "$@"; do
     noise)  # A/A: the reference judged as its own solution, 4 workers per task
           timeout "${BUDGET:-200}" python3 bench/judge_noise.py --repeats 4 --time-budget "${TIME_BUDGET:-1}" ${NOISE_TASKS:-kernelbench/level1/19_ReLU.py \
             kernelbench/level1/23_Softmax.py kernelbench/level2/12_Gemm_Multiply_LeakyReLU.py kernelbench/level1/1_Square_matrix_multiplication_.py} 2>&1 | tail -9 ;;
-    cudart)  # small CUDA solutions with a static vs a shared CUDA runtime (Makefile CUDART)
-          for rt in static shared; do rm -rf build/kernels; CUDART=$rt timeout "${BUDGET:-120}" python3 evaluate.py \
-            --tasks kernelbench/level1 --ids 19,21,22,47 --solutions kernels --gpu h200 --time-budget 1 \
-            --out results/h200-cudart-$rt 2>&1 | tail -1; done ;;
-    sample-speed) python3 bench/sample_speed.py > results/h200-sample-speed.md 2>&1; cat results/h200-sample-speed.md ;;
+    module-overhead)  # our module's cost per call in the judge, static vs shared CUDA runtime; writes out/cudart
+          python3 bench/module_overhead.py > results/h200-module-overhead.md; cat results/h200-module-overhead.md ;;
+    sample-speed) timeout "${BUDGET:-120}" python3 bench/sample_speed.py > results/h200-sample-speed.md 2>&1; cat results/h200-sample-speed.md ;;
     rl-contrastive|rl-plain)  # one arm of the ablation from out/sft (which must exist), ABLATION_MINUTES long
           arm=${step#rl-}; timeout "${BUDGET:-300}" python3 train_rl.py --init out/sft --out out/rl-$arm $([ $arm = plain ] && echo --plain) \
-            --time-limit "${ABLATION_MINUTES:-2}" 2>&1 | tail -20 ;;
+            --time-limit "${ABLATION_MINUTES:-2}" ${RL_FLAGS:-} 2>&1 | tail -20 ;;
     overhead) python3 bench/launch_overhead.py kernelbench/level1/22_Tanh.py kernels/level1/22_Tanh.py \
             kernelbench/level1/19_ReLU.py kernels/level1/19_ReLU.py kernelbench/level1/48_Mean_reduction_over_a_dimension.py \
             kernels/level1/48_Mean_reduction_over_a_dimension.py > results/h200-launch-overhead.md 2>&1; cat results/h200-launch-overhead.md ;;
