@@ -58,8 +58,8 @@ parser.add_argument("--max-new-tokens", type=int, default=-1, help="answer lengt
 parser.add_argument("--temperature", type=float, default=0.8, help="as stage 2; 0: greedy (a group of G equal answers)")
 parser.add_argument("--top-k", type=int, default=0, help="0: off")
 parser.add_argument("--top-p", type=float, default=0.95, help="1: off")
-parser.add_argument("--cuda-graphs", action="store_true", help="decode through one replayed CUDA graph per step "
-                    "(cudal1.cuda_graph); off until bench/sample_speed.py has measured it on a GPU")
+parser.add_argument("--cuda-graphs", type=int, default=-1, help="1: decode through one replayed CUDA graph per step "
+                    "(cudal1.cuda_graph), 0: eagerly; -1: on a GPU (~20x faster there, bench/sample_speed.py)")
 # ---- exemplars (contrastive prompts)
 parser.add_argument("--exemplars", type=int, default=2, help="earlier correct solutions per prompt, at most")
 parser.add_argument("--seed-bank", default=None, help="evaluate.py records of kernels/ solutions: a fresh bank "
@@ -68,7 +68,8 @@ parser.add_argument("--seed-bank", default=None, help="evaluate.py records of ke
                     "empty or missing: start empty")
 parser.add_argument("--buckets", type=int, default=4, help="score buckets the bank's correct solutions fall into")
 parser.add_argument("--bucket-temperature", type=float, default=1.0, help="softmax temperature, bucket mean log2 speedup")
-parser.add_argument("--min-answer-tokens", type=int, default=512, help="drop exemplars until this many tokens are left")
+parser.add_argument("--min-answer-tokens", type=int, default=-1, help="drop exemplars until this many tokens are "
+                    "left; -1: device default")
 # ---- reward and loss
 parser.add_argument("--adv-clip", type=float, default=1.5, help="advantages clipped to +-this (CUDA-L1: 1.5)")
 parser.add_argument("--std-floor", type=float, default=0.1, help="smallest group std of rewards divided by (log2 units)")
@@ -100,7 +101,7 @@ args = parser.parse_args()
 # policy's own earlier answers only once the bank holds them, so in a short run each task must come
 # back often. CPU: 4 level-1 tasks with C++ solutions and sub-millisecond references (a GEMM task
 # would spend the step timing its reference), 2 per step, 4 answers each. GPU: 8 level-1 tasks with
-# CUDA solutions, 4 per step, 8 answers each, stopping after 5 minutes so that `make train` fits one
+# CUDA solutions, 4 per step, 8 answers each, stopping after 4 minutes so that `make train` fits one
 # 10-minute call on the H200. For a long run: --rl-tasks all. The learning rates are small because
 # the policy is small and has memorised its few solutions: on the CPU, 1e-4 let the parse rate of
 # --plain answers drift from ~80% to ~25% within 12 steps (8 answers a step, so a noisy reading).
@@ -111,9 +112,11 @@ CPU_TASKS = ["19_ReLU", "23_Softmax", "47_Sum_reduction_over_a_dimension", "97_C
 GPU_TASKS = CPU_TASKS + ["12_Matmul_with_diagonal_matrices_", "26_GELU_", "40_LayerNorm", "88_MinGPTNewGelu"]
 DEFAULTS = {
     "cpu": dict(rl_tasks=",".join(f"level1/{t}.py" for t in CPU_TASKS), tasks_per_step=2, num_samples=4,
-                steps=20, lr=3e-5, time_limit=0, max_new_tokens=0, seed_bank="results/cpu.jsonl"),
+                steps=20, lr=3e-5, time_limit=0, max_new_tokens=0, min_answer_tokens=512, cuda_graphs=0,
+                seed_bank="results/cpu.jsonl"),
     "cuda": dict(rl_tasks=",".join(f"level1/{t}.py" for t in GPU_TASKS), tasks_per_step=4, num_samples=8,
-                 steps=200, lr=1e-5, time_limit=5, max_new_tokens=3072, seed_bank="results/h200.jsonl"),
+                 steps=200, lr=1e-5, time_limit=4, max_new_tokens=3072, min_answer_tokens=3072, cuda_graphs=1,
+                 seed_bank="results/h200.jsonl"),
 }
 
 # ---- distributed and device
@@ -350,7 +353,7 @@ while step < args.steps:
     # every task of the step in one batch: G rows per task, decoding together
     rows = cudal1.generate(cudal1.sampling_model(model, dtype), [ids for ids, _ in prompts], G,
                            args.max_new_tokens or cfg.block_size, args.temperature, args.top_k, args.top_p,
-                           gen, tok.end_id, args.cuda_graphs) if prompts else []  # a rank may have no task this step
+                           gen, tok.end_id, bool(args.cuda_graphs)) if prompts else []  # a rank may have no task this step
     groups = [dict(task=task, prompt=ids, rows=r, shown=shown) for task, (ids, shown), r in zip(mine, prompts, rows)]
     t1 = time.time()
     answers, suspicious = judge(groups)
@@ -406,6 +409,10 @@ while step < args.steps:
     if master:
         with open(log_path, "a") as f:
             f.write(json.dumps(line) + "\n")
+        with open(os.path.join(args.out, "answers.jsonl"), "a") as f:  # every answer, for reading what the policy writes
+            f.writelines(json.dumps(dict(step=step, task=key[a["task"]], reward=a["reward"], status=a["record"]["status"],
+                                         message=a["record"].get("message"), stopped=a["stopped"], text=a["text"])) + "\n"
+                         for a in answers)
         if suspicious:
             with open(os.path.join(args.out, "suspicious.jsonl"), "a") as f:
                 f.writelines(json.dumps(s) + "\n" for s in suspicious)

@@ -79,14 +79,15 @@ parser.add_argument("--grad-clip", type=float, default=1.0, help="max gradient n
 # ---- stage 2
 parser.add_argument("--rounds", type=int, default=-1, help="self-training rounds; 0: stage 1 only; -1: device default")
 parser.add_argument("--num-samples", type=int, default=-1, help="answers sampled per task per round; -1: device default")
-parser.add_argument("--max-new-tokens", type=int, default=-1, help="answer length cap; -1: what the block size leaves")
-parser.add_argument("--min-answer-tokens", type=int, default=512, help="contrastive prompts drop exemplars until "
-                    "this many tokens are left for the answer")
+parser.add_argument("--max-new-tokens", type=int, default=-1, help="answer length cap; -1: device default; 0: what "
+                    "the block size leaves")
+parser.add_argument("--min-answer-tokens", type=int, default=-1, help="contrastive prompts drop exemplars until "
+                    "this many tokens are left for the answer; -1: device default")
 parser.add_argument("--temperature", type=float, default=0.8, help="0: greedy")
 parser.add_argument("--top-k", type=int, default=0, help="0: off")
 parser.add_argument("--top-p", type=float, default=0.95, help="1: off")
-parser.add_argument("--cuda-graphs", action="store_true", help="decode through one replayed CUDA graph per step "
-                    "(cudal1.cuda_graph); off until bench/sample_speed.py has measured it on a GPU")
+parser.add_argument("--cuda-graphs", type=int, default=-1, help="1: decode through one replayed CUDA graph per step "
+                    "(cudal1.cuda_graph), 0: eagerly; -1: on a GPU (~20x faster there, bench/sample_speed.py)")
 parser.add_argument("--round-steps", type=int, default=-1, help="fine-tuning steps per round; -1: device default")
 parser.add_argument("--round-lr", type=float, default=-1, help="peak learning rate of each round's fine-tune, "
                     "warmup then cosine to 10%%; -1: 20%% of --lr")
@@ -109,15 +110,21 @@ args = parser.parse_args()
 # solutions (~1000 tokens each), which it learns almost by heart in 150 steps (loss ~0.05; on all
 # 18 CPU-runnable solutions it stays near 0.9 and no sample parses), then one round on 3 small
 # level-1 tasks whose references take milliseconds there. GPU: a ~90M model on every solution at
-# ~25k tokens per step, and stage 2 on the 8 level-1 tasks of the judge's first slice.
+# ~25k tokens per step, and stage 2 on the 8 level-1 tasks of the judge's first slice. Its block of
+# 8192 tokens holds a contrastive prompt (the task, the reference and two solutions of up to ~2600
+# tokens each) and still leaves 3072 tokens for the answer (at 4096 only 512 were kept free, and the
+# H200's stage 2 parsed 0-12% of its contrastive answers against 56-88% of its plain ones). Decoding replays a CUDA graph per token: 2.0-2.8
+# ms a step against 52-63 ms eagerly, same greedy answers (results/h200-sample-speed.md).
 FIRST_SLICE = ("19_ReLU", "20_LeakyReLU", "21_Sigmoid", "23_Softmax", "40_LayerNorm",
                "47_Sum_reduction_over_a_dimension", "97_CosineSimilarityLoss", "12_Matmul_with_diagonal_matrices_")
 DEFAULTS = {
     "cpu": dict(n_layer=4, n_head=4, n_embd=128, block_size=2048, vocab_size=1024, steps=150, batch_size=4, lr=3e-3,
                 rounds=1, num_samples=4, round_steps=20, kinds="cpp", speedups="results/cpu.jsonl",
+                max_new_tokens=0, min_answer_tokens=512, cuda_graphs=0,
                 sample_tasks="level1/19_ReLU.py,level1/23_Softmax.py,level1/47_Sum_reduction_over_a_dimension.py"),
-    "cuda": dict(n_layer=12, n_head=12, n_embd=768, block_size=4096, vocab_size=2048, steps=400, batch_size=16,
-                 lr=6e-4, rounds=1, num_samples=4, round_steps=100, kinds="cuda,cpp,pytorch", speedups="results/h200.jsonl",
+    "cuda": dict(n_layer=12, n_head=12, n_embd=768, block_size=8192, vocab_size=2048, steps=300, batch_size=16,
+                 lr=6e-4, rounds=1, num_samples=4, round_steps=50, kinds="cuda,cpp,pytorch", speedups="results/h200.jsonl",
+                 max_new_tokens=3072, min_answer_tokens=3072, cuda_graphs=1,
                  sample_tasks=",".join(f"level1/{t}.py" for t in FIRST_SLICE)),
 }
 
@@ -427,8 +434,8 @@ def sample_answers(tasks, round):
     if not jobs:
         return []
     groups = cudal1.generate(cudal1.sampling_model(raw_model, dtype), [ids for _, _, ids in jobs], args.num_samples,
-                             args.max_new_tokens if args.max_new_tokens > 0 else cfg.block_size,
-                             args.temperature, args.top_k, args.top_p, g, tok.end_id, args.cuda_graphs)
+                             args.max_new_tokens or cfg.block_size,
+                             args.temperature, args.top_k, args.top_p, g, tok.end_id, bool(args.cuda_graphs))
     return [dict(task=task, prompt=kind, text=tok.decode(r), stopped=r[-1:] == [tok.end_id])
             for (task, kind, _), rows in zip(jobs, groups) for r in rows]
 
@@ -506,6 +513,11 @@ for rnd in range(start_round, args.rounds + 1) if args.rounds > 0 else []:
         dist.all_gather_object(everyone, answers)
         answers = [a for part in everyone for a in part]
     stats = round_stats(answers, rnd, final)
+    if master:  # every answer as sampled, for reading what the model writes
+        with open(os.path.join(args.out, f"answers-round{rnd}.jsonl"), "w") as f:
+            f.writelines(json.dumps(dict(task=a["task"], prompt=a["prompt"], stopped=a["stopped"], reason=a["reason"],
+                                         status=a["record"] and a["record"]["status"], text=a["text"])) + "\n"
+                         for a in answers)
     new = [] if final else new_solutions(answers, rnd)
     stats.update(kept=len(new), sample_s=round(t1 - t0, 1), judge_s=round(t2 - t1, 1))
     sp = lambda v: "-" if v is None else f"{v:.2f}x"
