@@ -195,6 +195,9 @@ if master and os.path.exists(log_path):  # steps past the checkpoint will run ag
     lines = [line for line in open(log_path) if line.endswith("\n") and json.loads(line)["step"] < step]
     with open(log_path, "w") as f:
         f.writelines(lines)
+if master:  # the settings of this run, readable before its first checkpoint (bench/rl_report.py reads them)
+    with open(os.path.join(args.out, "settings.json"), "w") as f:
+        json.dump(vars(args), f, indent=1)
 key = {t: evaluate.task_key(t) for t in tasks}  # 'level1/19_ReLU.py': the bank's and the judge's name
 
 

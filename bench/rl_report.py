@@ -4,7 +4,7 @@
     (or `make rl-ablation GPU=h200`, which makes both runs from the same out/sft first)
 
 Reads each run's log.jsonl (one line per step), bank.jsonl (every judged answer, with the judge's
-environment) and config.json (the settings), and writes Markdown: the settings, per-run rates,
+environment) and settings.json (the settings), and writes Markdown: the settings, per-run rates,
 reward per step drawn as a text chart, and the best speedup each run found per task. Runs cut
 short by --time-limit are compared over the steps both reached, and the table says so.
 """
@@ -26,7 +26,7 @@ args = parser.parse_args()
 
 def load(path):
     log = [json.loads(line) for line in open(os.path.join(path, "log.jsonl")) if line.endswith("\n")]
-    settings = json.load(open(os.path.join(path, "config.json")))["settings"]
+    settings = json.load(open(os.path.join(path, "settings.json")))
     bank = cudal1.Bank(os.path.join(path, "bank.jsonl"), write=False)
     return dict(path=path, name="plain" if settings["plain"] else "contrastive", log=log, settings=settings, bank=bank)
 
