@@ -671,14 +671,22 @@ def solution_kind(source):
     return "pytorch"
 
 
+def solution_code(solution_source):
+    """A solution file without its docstring: the code an answer's code block holds, and so what
+    the exemplar bank holds and contrastive prompts show."""
+    tree = ast.parse(solution_source)
+    if not ast.get_docstring(tree):
+        return solution_source.strip()
+    return "\n".join(solution_source.splitlines()[tree.body[0].end_lineno:]).strip()
+
+
 def format_answer(solution_source):
     """The answer a solution file teaches: its first docstring is the performance analysis, a
     summary of its kind the design, and its code (without the docstring) the implementation."""
-    tree = ast.parse(solution_source)
-    analysis = ast.get_docstring(tree)
+    analysis = ast.get_docstring(ast.parse(solution_source))
     if not analysis:
         raise ValueError("solution has no module docstring to serve as its performance analysis")
-    code = "\n".join(solution_source.splitlines()[tree.body[0].end_lineno:]).strip()
+    code = solution_code(solution_source)
     kind = solution_kind(solution_source)
     if kind == "cuda":
         names = re.findall(r"__global__\s+void\s+(\w+)", solution_source)

@@ -6,9 +6,9 @@ Stage 1 trains next-token prediction on (plain prompt -> answer) pairs, one per 
 prompt is the task's reference source and the target device, the answer is the solution's docstring
 (the performance analysis), a design line and its code; the loss covers answer tokens only. Beside
 them, contrastive pairs teach the prompt format of stage 3: for a solution whose speedup the judge
-measured (--speedups, evaluate.py's records), the prompt shows up to two slower variants of its
-task with their speedups -- other solutions, or the reference itself at 1.00x -- (cudal1.
-contrastive_prompt) and the answer is that faster solution.
+measured (--speedups, evaluate.py's records), prompts show one or two variants of its task no faster
+than it, with their speedups -- other solutions, the reference itself at 1.00x, or the solution
+itself -- (cudal1.contrastive_prompt) and the answer is that solution (contrastive_pairs).
 Stage 2 (--rounds N) repeats: sample --num-samples answers per task to its plain prompt, and as many
 to a contrastive prompt showing the task's measured solutions, judge each parsed answer with
 evaluate.judge_many (the judge evaluate.py and the RL reward use), keep the correct ones whose code
@@ -32,6 +32,7 @@ takes more rounds with a larger --rounds.
 
 import argparse
 import glob
+import itertools
 import json
 import math
 import os
@@ -195,11 +196,14 @@ def load_speedups(path):
 
 
 def contrastive_pairs(examples, speedups):
-    """(example, exemplars) for each measured solution faster than another variant of its task:
-    the exemplars are up to two of those slower ones, (code, speedup) slowest first, as the stage-3
-    prompt shows its bank's; the answer beats every one, as that prompt asks. The reference program
-    itself counts as a variant at 1.00x, so a task with one solution faster than eager teaches the
-    format too (on the CPU, where each task has one C++ solution, it is the only contrast)."""
+    """(example, exemplars) pairs that teach stage 3's prompt. For each measured solution at least
+    as fast as the reference: a prompt for every choice of one or two of its task's variants that
+    are no faster than it -- the reference at 1.00x, the other solutions, and the solution itself
+    (a bank that already holds its task's best solution shows it) -- as (code, speedup), slowest
+    first as bucket_sample orders them; the answer is that solution. Stage 3 draws its first
+    exemplars from these same variants, so its first prompts are ones stage 1 has seen: with only
+    the strictly slower variants shown, the H200's stages 2 and 3 parsed 0-3% of their contrastive
+    answers (a small model that has memorised its data writes noise for a prompt it has not seen)."""
     by_task = {}
     for e in examples:
         s = speedups.get(os.path.relpath(os.path.abspath(e["path"]), cudal1.ROOT))  # the judge's name for it
@@ -210,9 +214,10 @@ def contrastive_pairs(examples, speedups):
         group.sort(key=lambda se: se[0])
         variants = sorted([(1.0, {"code": read(task)})] + group, key=lambda se: se[0])  # + the reference
         for s, e in group:
-            slower = [(o["code"], so) for so, o in variants if so < s]
-            if slower:
-                pairs.append((e, slower[-2:]))  # the two nearest in speed: the hardest contrast
+            if s < 1.0:  # never teach an answer slower than the program it rewrites
+                continue
+            shown = [(o["code"], so) for so, o in variants if so <= s]
+            pairs += [(e, [a]) for a in shown] + [(e, [a, b]) for a, b in itertools.combinations(shown, 2)]
     return pairs, by_task
 
 

@@ -252,7 +252,9 @@ def test_fresh_bank_is_seeded_with_judged_solutions_of_this_device(tmp_path):
     assert "bank seeded with 1 judged kernels/ solution(s)" in p.stdout, p.stdout  # the GPU record is not shown on a CPU run
     assert "Earlier solutions" in eval(open(prompts).readline()) and "9.00x" in open(prompts).read()
     ref, seed, *found = cudal1.Bank(str(out / "bank.jsonl")).entries[TASK]
-    assert ref["record"]["status"] == "reference" and seed["step"] == -1 and seed["source"] == RELU
+    # the seed as stage 1 shows an exemplar: its code, without the docstring
+    assert ref["record"]["status"] == "reference" and seed["step"] == -1 and seed["source"] == cudal1.solution_code(RELU)
+    assert seed["source"].startswith("import torch") and "clamp_min" in seed["source"]
     log = json.loads(open(out / "log.jsonl").readline())
     assert log["best"][TASK] == 1.5  # what RL found; the seeded 9.0x is the library's, not the run's
     assert not (out / "candidates" / "level1" / "19_ReLU.py").exists()  # 1.5x does not beat the library's 9.0x
