@@ -102,9 +102,9 @@ rl-ablation: setup
 	$(PYTHON) bench/rl_report.py out/rl-contrastive out/rl-plain --out results/train-$(or $(GPU),cpu).md
 
 # ---- pattern rules: one native source -> one pybind11 module named k<stem>
-# CUDART=shared links the CUDA runtime torch has already loaded instead of a private static copy
-# (an open question: in the judge our small kernels cost ~11 us more per call than eager's, in a
-# bare loop ~1 us; bench/device_call.sh cudart measures both)
+# CUDART=shared links the CUDA runtime torch has already loaded instead of a private static copy.
+# Judged both ways on the H200 (results/h200-module-overhead.md) it made no clear difference to a
+# small kernel's cost per call: the pybind11 call itself costs ~5 us there, either way.
 CUDART ?= static
 build/kernels/%.so: build/kernels/%.cu
 	$(NVCC) -O3 -arch=$(ARCH) -std=c++17 -cudart $(CUDART) -shared -Xcompiler -fPIC $(PYBIND_INC) \

@@ -101,7 +101,7 @@ args = parser.parse_args()
 # policy's own earlier answers only once the bank holds them, so in a short run each task must come
 # back often. CPU: 4 level-1 tasks with C++ solutions and sub-millisecond references (a GEMM task
 # would spend the step timing its reference), 2 per step, 4 answers each. GPU: 8 level-1 tasks with
-# CUDA solutions, 4 per step, 8 answers each, stopping after 4 minutes so that `make train` fits one
+# CUDA solutions, 4 per step, 8 answers each, stopping after 3.5 minutes so that `make train` fits one
 # 10-minute call on the H200. For a long run: --rl-tasks all. The learning rates are small because
 # the policy is small and has memorised its few solutions: on the CPU, 1e-4 let the parse rate of
 # --plain answers drift from ~80% to ~25% within 12 steps (8 answers a step, so a noisy reading).
@@ -115,7 +115,7 @@ DEFAULTS = {
                 steps=20, lr=3e-5, time_limit=0, max_new_tokens=0, min_answer_tokens=512, cuda_graphs=0,
                 seed_bank="results/cpu.jsonl"),
     "cuda": dict(rl_tasks=",".join(f"level1/{t}.py" for t in GPU_TASKS), tasks_per_step=4, num_samples=8,
-                 steps=200, lr=1e-5, time_limit=4, max_new_tokens=3072, min_answer_tokens=3072, cuda_graphs=1,
+                 steps=200, lr=1e-5, time_limit=3.5, max_new_tokens=3072, min_answer_tokens=3072, cuda_graphs=1,
                  seed_bank="results/h200.jsonl"),
 }
 

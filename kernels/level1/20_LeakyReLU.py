@@ -11,7 +11,8 @@ The slope is passed as a float argument, so a non-default negative_slope needs n
 result is bit-identical to torch (same compare-and-multiply in fp32). Measured on the H200
 (results/h200.md, 9f51962): 0.65x vs eager -- with 2 MB moved the call is launch-bound (a few % of
 peak HBM bandwidth), and in the judge this path costs ~8 us more per call than eager's (23.3
-against 15.1 us; the cause is open: see the Makefile's CUDART note).
+against 15.1 us; part of it is our call path: a pybind11 call alone costs ~5 us per call in the
+judge, whichever CUDA runtime is linked (results/h200-module-overhead.md)).
 """
 import torch
 import torch.nn as nn

@@ -10,7 +10,8 @@ as eager's, so any saving had to come from the host path. Measured on the H200 (
 9f51962): 0.48x vs eager -- with 2 MB moved the call is launch-bound (a few % of peak HBM
 bandwidth), and in the judge this path costs ~11 us more per call than eager's (22.2 against 10.7
 us); a bare-loop probe shows only ~1 us between the two (30.6 against 29.3 us of host time,
-results/h200-launch-overhead.md), and the cause is open: see the Makefile's CUDART note.
+results/h200-launch-overhead.md), and part of it is our call path: a pybind11 call alone costs ~5
+us per call in the judge, whichever CUDA runtime is linked (results/h200-module-overhead.md).
 """
 import torch
 import torch.nn as nn

@@ -14,7 +14,8 @@ in, 1 MB out), expf/logf are the accurate versions, and one launch sits behind a
 Rows longer than 65536 or not a multiple of 4 fall back to torch.log_softmax. Measured on the H200
 (results/h200.md, 9f51962): 0.58x vs eager -- with 2 MB moved the call is launch-bound (a few % of
 peak HBM bandwidth), and in the judge this path costs ~12 us more per call than eager's (29.5
-against 17.1 us; the cause is open: see the Makefile's CUDART note).
+against 17.1 us; part of it is our call path: a pybind11 call alone costs ~5 us per call in the
+judge, whichever CUDA runtime is linked (results/h200-module-overhead.md)).
 """
 import torch
 import torch.nn as nn

@@ -12,8 +12,9 @@ row for each of its passes and pays the dispatcher on top; this one moves the mi
 one thin pybind11 call. Rows longer than 32768 or not a multiple of 4 fall back to
 torch.log_softmax. Measured on the H200 (results/h200.md, 9f51962): 0.70x vs eager -- with 2 MB
 moved the call is launch-bound (a few % of peak HBM bandwidth), and in the judge this path costs ~9
-us more per call than eager's (30.4 against 21.2 us; the cause is open: see the Makefile's CUDART
-note).
+us more per call than eager's (30.4 against 21.2 us; part of it is our call path: a pybind11 call
+alone costs ~5 us per call in the judge, whichever CUDA runtime is linked (results/h200-module-
+overhead.md)).
 """
 import torch
 import torch.nn as nn

@@ -9,7 +9,9 @@ results agree to ~1 ulp. Not the tanh approximation: that would be off by ~1e-3 
 check. The ~30 instructions of erff per element hide under the memory latency. Any gain had to be
 host time. Measured on the H200 (results/h200.md, 9f51962): 0.66x vs eager -- with 2 MB moved the
 call is launch-bound (a few % of peak HBM bandwidth), and in the judge this path costs ~10 us more
-per call than eager's (29.7 against 19.5 us; the cause is open: see the Makefile's CUDART note).
+per call than eager's (29.7 against 19.5 us; part of it is our call path: a pybind11 call alone
+costs ~5 us per call in the judge, whichever CUDA runtime is linked (results/h200-module-
+overhead.md)).
 """
 import torch
 import torch.nn as nn

@@ -9,8 +9,9 @@ torch.empty_like and the raw current-stream handle is passed as an integer: one 
 one launch. Eager's kernel is as latency-bound as this one at 1 MB, so any gain had to come from
 the host path. Measured on the H200 (results/h200.md, 9f51962): 0.50x vs eager -- with 2 MB moved
 the call is launch-bound (a few % of peak HBM bandwidth), and in the judge this path costs ~11 us
-more per call than eager's (21.6 against 10.9 us; the cause is open: see the Makefile's CUDART
-note).
+more per call than eager's (21.6 against 10.9 us; part of it is our call path: a pybind11 call
+alone costs ~5 us per call in the judge, whichever CUDA runtime is linked (results/h200-module-
+overhead.md)).
 """
 import torch
 import torch.nn as nn

@@ -9,7 +9,9 @@ the launch goes on the raw current-stream handle, one pybind11 call per forward.
 four instructions; the kernel is bound by one DRAM round trip like eager's, so any saving had to be
 host time. Measured on the H200 (results/h200.md, 9f51962): 0.56x vs eager -- with 2 MB moved the
 call is launch-bound (a few % of peak HBM bandwidth), and in the judge this path costs ~10 us more
-per call than eager's (23.0 against 13.0 us; the cause is open: see the Makefile's CUDART note).
+per call than eager's (23.0 against 13.0 us; part of it is our call path: a pybind11 call alone
+costs ~5 us per call in the judge, whichever CUDA runtime is linked (results/h200-module-
+overhead.md)).
 """
 import torch
 import torch.nn as nn

@@ -10,7 +10,8 @@ one pybind11 call and one launch. The transcendentals cost ~40 instructions per 
 hidden behind the DRAM latency, so any gain had to come from the leaner host path. Measured on the
 H200 (results/h200.md, 9f51962): 0.59x vs eager -- with 2 MB moved the call is launch-bound (a few
 % of peak HBM bandwidth), and in the judge this path costs ~11 us more per call than eager's (26.9
-against 16.0 us; the cause is open: see the Makefile's CUDART note).
+against 16.0 us; part of it is our call path: a pybind11 call alone costs ~5 us per call in the
+judge, whichever CUDA runtime is linked (results/h200-module-overhead.md)).
 """
 import torch
 import torch.nn as nn

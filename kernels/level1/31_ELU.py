@@ -9,8 +9,9 @@ works without a rebuild. The output comes from torch.empty_like and the raw curr
 goes straight to the launch. The kernel is as latency-bound as eager's, so any gain had to come
 from the lighter host path. Measured on the H200 (results/h200.md, 9f51962): 0.60x vs eager -- with
 2 MB moved the call is launch-bound (a few % of peak HBM bandwidth), and in the judge this path
-costs ~9 us more per call than eager's (23.5 against 14.0 us; the cause is open: see the Makefile's
-CUDART note).
+costs ~9 us more per call than eager's (23.5 against 14.0 us; part of it is our call path: a
+pybind11 call alone costs ~5 us per call in the judge, whichever CUDA runtime is linked
+(results/h200-module-overhead.md)).
 """
 import torch
 import torch.nn as nn

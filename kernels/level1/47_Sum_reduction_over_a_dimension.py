@@ -1,19 +1,19 @@
 """Sum over a middle dimension as one coalesced, float4-wide column reduction.
 
-View the input as (outer, R, inner) and reduce R (here (16, 256, 256) -> (16, 1, 256)). Along R
-the elements are `inner` floats apart, so the natural parallel layout is: threads side by side
-along `inner` (coalesced 128-bit loads, 4 columns per thread) and the R rows split among 32
-groups of threads that each walk every 32nd row, followed by a shared-memory tree over the 32
-partial sums. A block of 8 x 32 threads covers 32 columns, so the (16, 256, 256) case runs as
-128 blocks -- about one per SM -- with 8 independent float4 loads per thread, putting the whole
-4 MB input in flight at once: the kernel costs roughly one DRAM round trip plus the read time.
-Eager's generic reduction picks a strategy at run time and pays the dispatcher; at this size the
-call is latency- and overhead-bound. Summation order differs from torch (32 strided partial sums,
-then a tree), well inside fp32 tolerance. Shapes whose inner size is not a multiple of 4 fall back
-to torch.sum. Measured on the H200 (results/h200.md, 9f51962): 0.57x vs eager -- with 4 MB moved
-the call is launch-bound (a few % of peak HBM bandwidth), and in the judge this path costs ~24 us
-more per call than eager's (55.7 against 31.7 us; the cause is open: see the Makefile's CUDART
-note).
+View the input as (outer, R, inner) and reduce R (here (16, 256, 256) -> (16, 1, 256)). Along R the
+elements are `inner` floats apart, so the natural parallel layout is: threads side by side along
+`inner` (coalesced 128-bit loads, 4 columns per thread) and the R rows split among 32 groups of
+threads that each walk every 32nd row, followed by a shared-memory tree over the 32 partial sums. A
+block of 8 x 32 threads covers 32 columns, so the (16, 256, 256) case runs as 128 blocks -- about
+one per SM -- with 8 independent float4 loads per thread, putting the whole 4 MB input in flight at
+once: the kernel costs roughly one DRAM round trip plus the read time. Eager's generic reduction
+picks a strategy at run time and pays the dispatcher; at this size the call is latency- and
+overhead-bound. Summation order differs from torch (32 strided partial sums, then a tree), well
+inside fp32 tolerance. Shapes whose inner size is not a multiple of 4 fall back to torch.sum.
+Measured on the H200 (results/h200.md, 9f51962): 0.57x vs eager -- with 4 MB moved the call is
+launch-bound (a few % of peak HBM bandwidth), and in the judge this path costs ~24 us more per call
+than eager's (55.7 against 31.7 us; part of it is our call path: a pybind11 call alone costs ~5 us
+per call in the judge, whichever CUDA runtime is linked (results/h200-module-overhead.md)).
 """
 import math
 

@@ -11,8 +11,9 @@ requested in about one round trip. Thread 0 of each lane then merges the 16 part
 memory. Only the values are produced (no index output). Max is exact, so the result equals eager's
 bit for bit; NaN propagates as in torch.max. Measured on the H200 (results/h200.md, 9f51962): 0.78x
 vs eager -- with 4 MB moved the call is launch-bound (a few % of peak HBM bandwidth), and in the
-judge this path costs ~9 us more per call than eager's (38.7 against 30.1 us; the cause is open:
-see the Makefile's CUDART note).
+judge this path costs ~9 us more per call than eager's (38.7 against 30.1 us; part of it is our
+call path: a pybind11 call alone costs ~5 us per call in the judge, whichever CUDA runtime is
+linked (results/h200-module-overhead.md)).
 """
 import math
 

@@ -1,21 +1,23 @@
 """Irregular GEMM as one aligned bf16 tensor-core GEMM over a tripled, padded K (bf16 hi + lo).
 
-Eager runs (8205 x 2949) @ (2949 x 5921) as an fp32 SGEMM: 287 GFLOP, ~5.7 ms at ~50 TFLOP/s. bf16
-tensor cores are ~14x faster (~700 TFLOP/s dense in cuBLAS), and two bf16 numbers hold an fp32
-number to ~16 bits: hi = bf16(x), lo = bf16(x - hi) (x - hi is exact in fp32, and
+Eager runs (8205 x 2949) @ (2949 x 5921) as an fp32 SGEMM: 287 GFLOP, ~6.4 ms on the H200's CUDA
+cores. bf16 tensor cores are ~14x faster (~700 TFLOP/s dense in cuBLAS), and two bf16 numbers hold
+an fp32 number to ~16 bits: hi = bf16(x), lo = bf16(x - hi) (x - hi is exact in fp32, and
 x - hi - lo <= 2^-16 |x|). So
     A @ B ~= a_lo @ b_hi + a_hi @ b_lo + a_hi @ b_hi      (a_lo @ b_lo < 2^-16 is dropped)
 becomes ONE GEMM over stacked pieces, [a_lo | a_hi | a_hi] (M, 3Kp) @ [b_hi ; b_lo ; b_hi]
-(3Kp, N), with bf16 inputs, fp32 accumulation and fp32 output (torch.mm's out_dtype). The odd sizes
-are what the packing kernel fixes for free while it splits: each K slot is padded from 2949 to 2952
-with zeros (which add exact zeros to every dot product) and the stacked B gets a row length of
-5928, so both operands have 16-byte aligned leading dimensions and cuBLAS can use its TMA-fed
-Hopper kernels instead of the unaligned fallbacks. Small terms come first along K; an emulation of
-the tensor core's truncating accumulation puts the worst element at ~0.2-0.3 of the strict 1e-4
-tolerance. Packing moves 167 MB in and 251 MB out (~100 us); the GEMM is 860 GFLOP of bf16 work,
-~1.3-1.5 ms by estimate. Measured on the H200 (results/h200.md, 9f51962): 0.82x vs eager: 7.94 ms
-against eager's 6.50 ms, far longer than that estimate and slower than the unpadded 3xTF32 variant
-(0.86x); the cause is unexplained.
+(3Kp, Np), with bf16 inputs, fp32 accumulation and fp32 output (torch.mm's out_dtype). Small terms
+come first along K; an emulation of the tensor core's truncating accumulation puts the worst
+element at ~0.2-0.3 of the strict 1e-4 tolerance. The odd sizes are what the packing kernel fixes
+while it splits: each K slot is padded from 2949 to 2952 with zeros (exact zeros in every dot
+product) and N from 5921 to 5928, so every operand AND the output have 16-byte aligned rows. The
+output matters as much as the inputs: the first version of this file multiplied by the narrowed
+view b3[:, :5921], so the fp32 output kept rows of 5921 floats, and a profile on the H200
+(bench/profile_solution.py) showed cuBLAS then running an sm75 `align1` kernel for 7.6 ms (0.82x
+vs eager). The GEMM now writes an (M, 5928) buffer and forward returns its first 5921 columns, a
+strided view (the 7 extra columns cost 0.1% of the work; their inputs are never initialised and
+never read). Packing moves 167 MB in and 251 MB out (~0.3 ms measured); the GEMM is 860 GFLOP of
+bf16 work, ~1.3-1.5 ms by estimate.
 """
 import torch
 import torch.nn as nn
@@ -143,4 +145,5 @@ class ModelNew(nn.Module):
         b3 = torch.empty(3 * kp, ldb, dtype=torch.bfloat16, device=A.device)  # [hi ; lo ; hi]
         _ext.pack(A.data_ptr(), a3.data_ptr(), M, K, 1, 1, kp, 3 * kp, 0, 3, LO_HI_HI, st)
         _ext.pack(B.data_ptr(), b3.data_ptr(), K, N, 0, 1, kp, ldb, 0, 3, HI_LO_HI, st)
-        return torch.mm(a3, b3[:, :N], out_dtype=torch.float32)  # (M, N) fp32
+        # an (M, ldb) output keeps its rows 16-byte aligned: cuBLAS's fast kernels need that too
+        return torch.mm(a3, b3, out_dtype=torch.float32)[:, :N]  # (M, N) fp32 view
