@@ -112,7 +112,7 @@ CPU_TASKS = ["19_ReLU", "23_Softmax", "47_Sum_reduction_over_a_dimension", "97_C
 GPU_TASKS = CPU_TASKS + ["12_Matmul_with_diagonal_matrices_", "26_GELU_", "40_LayerNorm", "88_MinGPTNewGelu"]
 DEFAULTS = {
     "cpu": dict(rl_tasks=",".join(f"level1/{t}.py" for t in CPU_TASKS), tasks_per_step=2, num_samples=4,
-                steps=20, lr=3e-5, time_limit=0, max_new_tokens=0, min_answer_tokens=512, cuda_graphs=0,
+                steps=20, lr=3e-5, time_limit=0, max_new_tokens=0, min_answer_tokens=1280, cuda_graphs=0,
                 seed_bank="results/cpu.jsonl"),
     "cuda": dict(rl_tasks=",".join(f"level1/{t}.py" for t in GPU_TASKS), tasks_per_step=4, num_samples=8,
                  steps=200, lr=1e-5, time_limit=3.5, max_new_tokens=3072, min_answer_tokens=3072, cuda_graphs=1,

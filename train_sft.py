@@ -6,8 +6,8 @@ Stage 1 trains next-token prediction on (plain prompt -> answer) pairs, one per 
 prompt is the task's reference source and the target device, the answer is the solution's docstring
 (the performance analysis), a design line and its code; the loss covers answer tokens only. Beside
 them, contrastive pairs teach the prompt format of stage 3: for a solution whose speedup the judge
-measured (--speedups, evaluate.py's records), prompts show one or two variants of its task no faster
-than it, with their speedups -- other solutions, the reference itself at 1.00x, or the solution
+measured (--speedups, evaluate.py's records), prompts show two variants of its task no faster than
+it, with their speedups -- other solutions, the reference itself at 1.00x, or the solution
 itself -- (cudal1.contrastive_prompt) and the answer is that solution (contrastive_pairs).
 Stage 2 (--rounds N) repeats: sample --num-samples answers per task to its plain prompt, and as many
 to a contrastive prompt showing the task's measured solutions, judge each parsed answer with
@@ -110,7 +110,8 @@ args = parser.parse_args()
 # Settings left at -1 (or unset) take the device's default. CPU: a ~1M-parameter model on the C++
 # solutions (~1000 tokens each), which it learns almost by heart in 150 steps (loss ~0.05; on all
 # 18 CPU-runnable solutions it stays near 0.9 and no sample parses), then one round on 3 small
-# level-1 tasks whose references take milliseconds there. GPU: a ~90M model on every solution at
+# level-1 tasks whose references take milliseconds there; its block of 3072 holds a contrastive
+# prompt showing the reference and a solution beside a 1280-token answer. GPU: a ~90M model on every solution at
 # ~25k tokens per step, and stage 2 on the 8 level-1 tasks of the judge's first slice. Its block of
 # 8192 tokens holds a contrastive prompt (the task, the reference and two solutions of up to ~2600
 # tokens each) and still leaves 3072 tokens for the answer (at 4096 only 512 were kept free, and the
@@ -119,9 +120,9 @@ args = parser.parse_args()
 FIRST_SLICE = ("19_ReLU", "20_LeakyReLU", "21_Sigmoid", "23_Softmax", "40_LayerNorm",
                "47_Sum_reduction_over_a_dimension", "97_CosineSimilarityLoss", "12_Matmul_with_diagonal_matrices_")
 DEFAULTS = {
-    "cpu": dict(n_layer=4, n_head=4, n_embd=128, block_size=2048, vocab_size=1024, steps=150, batch_size=4, lr=3e-3,
+    "cpu": dict(n_layer=4, n_head=4, n_embd=128, block_size=3072, vocab_size=1024, steps=150, batch_size=4, lr=3e-3,
                 rounds=1, num_samples=4, round_steps=20, kinds="cpp", speedups="results/cpu.jsonl",
-                max_new_tokens=0, min_answer_tokens=512, cuda_graphs=0,
+                max_new_tokens=0, min_answer_tokens=1280, cuda_graphs=0,
                 sample_tasks="level1/19_ReLU.py,level1/23_Softmax.py,level1/47_Sum_reduction_over_a_dimension.py"),
     "cuda": dict(n_layer=12, n_head=12, n_embd=768, block_size=8192, vocab_size=2048, steps=300, batch_size=16,
                  lr=6e-4, rounds=1, num_samples=4, round_steps=50, kinds="cuda,cpp,pytorch", speedups="results/h200.jsonl",
@@ -197,13 +198,14 @@ def load_speedups(path):
 
 def contrastive_pairs(examples, speedups):
     """(example, exemplars) pairs that teach stage 3's prompt. For each measured solution at least
-    as fast as the reference: a prompt for every choice of one or two of its task's variants that
-    are no faster than it -- the reference at 1.00x, the other solutions, and the solution itself
-    (a bank that already holds its task's best solution shows it) -- as (code, speedup), slowest
-    first as bucket_sample orders them; the answer is that solution. Stage 3 draws its first
-    exemplars from these same variants, so its first prompts are ones stage 1 has seen: with only
-    the strictly slower variants shown, the H200's stages 2 and 3 parsed 0-3% of their contrastive
-    answers (a small model that has memorised its data writes noise for a prompt it has not seen)."""
+    as fast as the reference: a prompt for every two of its task's variants that are no faster
+    than it -- the reference at 1.00x, the other solutions, and the solution itself (a bank that
+    already holds its task's best solution shows it) -- as (code, speedup), slowest first as
+    bucket_sample returns them; the answer is that solution. Stage 3's bank starts with these same
+    variants and bucket_sample draws two of them, so its first prompts are ones stage 1 has seen:
+    with only strictly slower variants shown, the H200's stages 2 and 3 parsed 0-3% of their
+    contrastive answers (a small model that has memorised its data writes noise for a prompt it
+    has not seen)."""
     by_task = {}
     for e in examples:
         s = speedups.get(os.path.relpath(os.path.abspath(e["path"]), cudal1.ROOT))  # the judge's name for it
@@ -217,7 +219,7 @@ def contrastive_pairs(examples, speedups):
             if s < 1.0:  # never teach an answer slower than the program it rewrites
                 continue
             shown = [(o["code"], so) for so, o in variants if so <= s]
-            pairs += [(e, [a]) for a in shown] + [(e, [a, b]) for a, b in itertools.combinations(shown, 2)]
+            pairs += [(e, [a, b]) for a, b in itertools.combinations(shown, 2)]
     return pairs, by_task
 
 

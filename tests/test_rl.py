@@ -179,7 +179,8 @@ def rl_runner(tmp_path, fake_judge=False):
         cmd = [sys.executable, str(driver), "--init", str(tmp_path / "sft"), "--out", str(out), "--device", "cpu",
                "--tasks", os.path.join(ROOT, "kernelbench"), "--rl-tasks", TASK, "--tasks-per-step", "1",
                "--num-samples", "2", "--steps", str(steps), "--lr", "1e-3", "--trials", "2", "--iters", "5",
-               "--save-every", "1", "--seed-bank", "", *flags]  # an empty bank unless a test seeds it
+               "--save-every", "1", "--seed-bank", "", "--min-answer-tokens", "512",  # this block is 2048
+               *flags]  # an empty bank unless a test seeds it
         if not wait:
             return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
