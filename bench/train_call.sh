@@ -12,12 +12,13 @@
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}
+T0=$(date +%s)  # everything ends by T0 + 580 s: the device's limit per call is 600
 mkdir -p "$OUT" out results/logs
 rm -rf out/sft out/rl out/rl-plain
 (
   export CUDA_VISIBLE_DEVICES=0; taskset -cp 0-15 $BASHPID > /dev/null
   start=$(date +%s)
-  timeout 570 make -s train SFT_FLAGS="--report results/sft-h200"
+  timeout $(( T0 + 570 - $(date +%s) )) make -s train SFT_FLAGS="--report results/sft-h200"
   echo "=== make train: rc $? after $(( $(date +%s) - start )) s"
 ) > "$OUT/g0.log" 2>&1 &
 (
@@ -28,7 +29,7 @@ rm -rf out/sft out/rl out/rl-plain
     --gpu h200 --time-budget 0.5 --out results/h200-rejudge 2>&1 | tail -2
   while [ ! -d out/rl ]; do sleep 2; done
   echo "=== plain arm from out/sft at $(date +%T)"
-  timeout 400 python3 train_rl.py --init out/sft --out out/rl-plain --plain 2>&1 | tail -25
+  timeout $(( T0 + 575 - $(date +%s) )) python3 train_rl.py --init out/sft --out out/rl-plain --plain 2>&1 | tail -25
 ) > "$OUT/g1.log" 2>&1 &
 wait
 python3 bench/rl_report.py out/rl out/rl-plain --out results/train-h200.md > "$OUT/report.log" 2>&1
