@@ -811,6 +811,13 @@ class Bank:
                     best[e["source"]] = e
         return list(best.values())
 
+    def found(self, task):
+        """The distinct correct solutions RL itself wrote: code unlike the reference's and every
+        seed's (step < 0). A policy that reproduces a seed is measured again, and the faster of two
+        noisy measurements of the same code is no discovery."""
+        given = {e["source"].strip() for e in self.entries.get(task, []) if e["step"] < 0}
+        return [e for e in self.correct(task) if e["source"].strip() not in given]
+
     def best(self, task):
         """The correct entry with the highest speedup, or None."""
         good = self.correct(task)

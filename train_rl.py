@@ -377,11 +377,16 @@ while step < args.steps:
         suspicious = [s for p in parts for s in p[1]]
         shown = [n for p in parts for n in p[2]]
     best_before = {t: bank.best(key[t]) for t in set(a["task"] for a in answers)}
+    seen = {t: {e["source"].strip() for e in bank.entries.get(key[t], [])} for t in best_before}
+    given = {t: {e["source"].strip() for e in bank.entries.get(key[t], []) if e["step"] < 0} for t in best_before}
     for a in answers:
         if a["source"] is not None:
             bank.add(key[a["task"]], a["source"], a["record"], step)
     for t, before in best_before.items():
-        mine = [a for a in answers if a["task"] == t and a["record"]["correct"] and a["record"]["speedup"]]
+        # a candidate is code the bank had not seen, faster than everything it had: the same code
+        # measured again (noise) never is
+        mine = [a for a in answers if a["task"] == t and a["record"]["correct"] and a["record"]["speedup"]
+                and a["source"].strip() not in seen[t]]
         new = max(mine, key=lambda a: a["record"]["speedup"], default=None)
         if master and new and (before is None or new["record"]["speedup"] > before["record"]["speedup"]):
             write_candidate(new, step)
@@ -393,12 +398,13 @@ while step < args.steps:
     parsed = sum(a["source"] is not None for a in answers) / n
     compiled = sum(r["status"] not in ("parse_error", "compile_error", "skipped") for r in recs) / n
     correct = sum(bool(r["correct"]) for r in recs) / n
-    # best found by RL so far (the seeded kernels/ solutions, step -1, are not counted)
-    best = {key[t]: max((e["record"]["speedup"] for e in bank.correct(key[t]) if e["step"] >= 0), default=None)
-            for t in tasks}
+    # best found by RL so far: its own code only (a copy of a seeded kernels/ solution is not counted)
+    best = {key[t]: max((e["record"]["speedup"] for e in bank.found(key[t])), default=None) for t in tasks}
+    good = [a for a in answers if a["record"]["correct"]]
+    copied = sum(a["source"].strip() in given.get(a["task"], ()) for a in good) / max(1, len(good))
     line = dict(step=step, reward_mean=statistics.mean(rewards), reward_max=max(rewards), loss=loss,
                 stopped=sum(a["stopped"] for a in answers) / n, parsed=parsed, compiled=compiled, correct=correct,
-                exemplars=statistics.mean(shown) if shown else 0, best=best, suspicious=len(suspicious),
+                copied=copied, exemplars=statistics.mean(shown) if shown else 0, best=best, suspicious=len(suspicious),
                 statuses=dict(Counter(r["status"] for r in recs)),
                 rejects=dict(Counter(r["message"] for r in recs if r["status"] == "parse_error").most_common(3)),
                 sample_s=round(t1 - t0, 1), judge_s=round(t2 - t1, 1), train_s=round(t3 - t2, 1),
@@ -406,7 +412,7 @@ while step < args.steps:
     in_step = sorted({key[t] for t in step_tasks(step)})
     bests = " ".join(f"{k.split('/')[1][:-3][:12]} {'-' if best[k] is None else f'{best[k]:.2f}x'}" for k in in_step)
     say(f"step {step + 1:4d}/{args.steps} | reward mean {line['reward_mean']:+.2f} max {line['reward_max']:+.2f} | "
-        f"parse {parsed:.0%} compile {compiled:.0%} correct {correct:.0%} | best {bests} | "
+        f"parse {parsed:.0%} compile {compiled:.0%} correct {correct:.0%} ({copied:.0%} copies) | best {bests} | "
         f"sample {t1 - t0:.0f}s judge {t2 - t1:.0f}s train {t3 - t2:.0f}s"
         + (f" | {len(suspicious)} judged twice" if suspicious else ""))
     if master:

@@ -51,7 +51,8 @@ def chart(series, height):
 
 runs = [load(p) for p in args.runs]
 steps = min(len(r["log"]) for r in runs)  # compare over the steps every run reached
-records = [e["record"] for r in runs for es in r["bank"].entries.values() for e in es]
+# the runs' own judgements (step >= 0), not the seeds judged earlier, say where and at which commit
+records = [e["record"] for r in runs for es in r["bank"].entries.values() for e in es if e["step"] >= 0]
 env = next((rec["env"] for rec in records if rec.get("env")), {})  # the judge's: commit, GPU, driver, torch
 tolerance = next((rec["tolerance"] for rec in records if rec.get("tolerance")), "?")
 s0 = runs[0]["settings"]
@@ -66,28 +67,36 @@ md = [f"# Contrastive vs plain RL ({env.get('gpu', '?')})", "",
       f"- commit {env.get('commit', '?')}, GPU {env.get('gpu', '?')}, driver {env.get('driver', '?')}, "
       f"torch {env.get('torch', '?')}, tolerance {tolerance}",
       f"- compared over the first {steps} steps (the fewer any run reached)", "",
-      "| run | answers | parse | compile | correct | reward, first half | reward, second half | exemplars shown |",
-      "|---|---|---|---|---|---|---|---|"]
+      "| run | answers | parse | compile | correct | copies of a seed | reward, first half | reward, second half | exemplars shown |",
+      "|---|---|---|---|---|---|---|---|---|"]
 for r in runs:
     log = r["log"][:steps]
     n = [sum(l["statuses"].values()) for l in log]
     rate = lambda k: sum(l[k] * m for l, m in zip(log, n)) / max(1, sum(n))
     half = max(1, steps // 2)
+    ents = [e for es in r["bank"].entries.values() for e in es]  # one entry per parsed answer
+    given = {(e["task"], e["source"].strip()) for e in ents if e["step"] < 0}
+    good = [e for e in ents if 0 <= e["step"] < steps and e["record"].get("correct")]
+    copies = sum((e["task"], e["source"].strip()) in given for e in good) / max(1, len(good))
     md.append(f"| {r['name']} | {sum(n)} | {rate('parsed'):.0%} | {rate('compiled'):.0%} | {rate('correct'):.0%} | "
+              f"{copies:.0%} | "
               f"{statistics.mean(l['reward_mean'] for l in log[:half]):+.2f} | "
               f"{statistics.mean(l['reward_mean'] for l in log[half:] or log):+.2f} | "
               f"{statistics.mean(l['exemplars'] for l in log):.1f} |")
 md += ["", "Reward: clip(log2 speedup, -1, 3) for a correct answer, -2 for any failure (cudal1.reward).", "",
        "```text", chart({r["name"]: [l["reward_mean"] for l in r["log"][:steps]] for r in runs}, args.height), "```", "",
-       "Best speedup each run found per task (correct answers only, judged by evaluate.judge_many; "
-       "a run's best is its fastest measurement, so treat it as optimistic until `make eval` repeats it):", "",
-       "| task | " + " | ".join(r["name"] for r in runs) + " |", "|---|" + "---|" * len(runs)]
+       "Copies of a seed: correct answers whose code is a seeded kernels/ solution's, measured again. "
+       "Best speedup each run found per task counts its own code only (correct, unlike the reference "
+       "and every seed; judged by evaluate.judge_many; a run's best is its fastest measurement, so treat "
+       "it as optimistic until `make eval` repeats it); the seeds' best is the library's measurement:", "",
+       "| task | seeds' best | " + " | ".join(r["name"] for r in runs) + " |", "|---|---|" + "---|" * len(runs)]
 for task in sorted(set().union(*(r["log"][-1]["best"] for r in runs if r["log"]))):
-    cells = []
+    seeds = [e["record"]["speedup"] for e in runs[0]["bank"].entries.get(task, [])
+             if e["step"] < 0 and e["record"].get("status") != "reference" and e["record"].get("speedup")]
+    cells = [f"{max(seeds):.2f}x" if seeds else "-"]
     for r in runs:
-        good = [e["record"]["speedup"] for e in r["bank"].entries.get(task, [])
-                if 0 <= e["step"] < steps and e["record"].get("correct") and e["record"].get("speedup")]  # -1: seeds
-        cells.append(f"{max(good):.2f}x" if good else "-")
+        own = [e["record"]["speedup"] for e in r["bank"].found(task) if 0 <= e["step"] < steps]
+        cells.append(f"{max(own):.2f}x" if own else "-")
     md.append(f"| {task} | " + " | ".join(cells) + " |")
 text = "\n".join(md) + "\n"
 if args.out:

@@ -257,5 +257,7 @@ def test_fresh_bank_is_seeded_with_judged_solutions_of_this_device(tmp_path):
     assert ref["record"]["status"] == "reference" and seed["step"] == -1 and seed["source"] == cudal1.solution_code(RELU)
     assert seed["source"].startswith("import torch") and "clamp_min" in seed["source"]
     log = json.loads(open(out / "log.jsonl").readline())
-    assert log["best"][TASK] == 1.5  # what RL found; the seeded 9.0x is the library's, not the run's
-    assert not (out / "candidates" / "level1" / "19_ReLU.py").exists()  # 1.5x does not beat the library's 9.0x
+    # the fake policy's good answer is the seed's code: measured again at 1.5x, it is a copy, not a
+    # find -- neither the seeded 9.0x (the library's) nor the copy's 1.5x is what RL found
+    assert log["best"][TASK] is None and log["copied"] == 1.0, log
+    assert not (out / "candidates" / "level1" / "19_ReLU.py").exists()
