@@ -345,6 +345,24 @@ def test_not_run_placeholder_is_judged_and_reported_once(tasks, tmp_path):
     assert "| ok |" in md and "| not_run |" not in md
 
 
+def test_no_win_section_says_why():
+    """Each task without a win gets a reason from its numbers: eager in TF32, HBM-bound, a tie, launch-bound."""
+    def rec(task, speedup, ref_ms, nbytes, err=0.0, correct=True):
+        return dict(task=f"level1/{task}.py", solution=f"kernels/level1/{task}.py", status="ok", correct=correct,
+                    speedup=speedup, ref_ms=ref_ms, sol_ms=ref_ms / speedup, io_bytes=nbytes, eager_err_vs_tol=err)
+    records = [rec("57_convT", 0.44, 0.2, 1e8, err=17), rec("5_scale", 0.92, 0.14, 5.4e8),
+               rec("72_convT3d", 0.99, 23.0, 1.1e9), rec("22_Tanh", 0.48, 0.011, 2.1e6),
+               rec("42_pool", 0.81, 0.04, 4.2e7), rec("1_fast", 1.7, 0.36, 5e7)]
+    lines = evaluate._no_win_section(records, "NVIDIA H200")
+    why = {line.split(" | ")[0][2:]: line.rsplit(" | ", 1)[1] for line in lines if line.startswith("| level1/")}
+    assert set(why) == {f"level1/{t}.py" for t in ("57_convT", "5_scale", "72_convT3d", "22_Tanh", "42_pool")}
+    assert why["level1/57_convT.py"].startswith("eager runs TF32 (17x")
+    assert why["level1/5_scale.py"].startswith("memory-bound")
+    assert why["level1/72_convT3d.py"].startswith("a tie")
+    assert why["level1/22_Tanh.py"].startswith("launch-bound")
+    assert why["level1/42_pool.py"].startswith("open")
+
+
 def test_cudal1_jsonl_input(tasks, tmp_path):
     """CUDA-L1's released format: level_id, task_id, ref_code, custom_code per line."""
     f = tmp_path / "released.jsonl"
