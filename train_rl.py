@@ -100,19 +100,20 @@ args = parser.parse_args()
 # Left at -1 / unset, these follow the device. Few tasks on purpose: a task's prompt contrasts the
 # policy's own earlier answers only once the bank holds them, so in a short run each task must come
 # back often. CPU: 4 level-1 tasks with C++ solutions and sub-millisecond references (a GEMM task
-# would spend the step timing its reference), 2 per step, 4 answers each. GPU: 8 level-1 tasks with
+# would spend the step timing its reference), 2 per step, 4 answers each, 10 steps of ~50 s (a CPU
+# decode step costs ~35 ms, and a step's answers run ~1100 tokens). GPU: 8 level-1 tasks with
 # CUDA solutions, 4 per step, 8 answers each, stopping after 3.5 minutes so that `make train` fits one
 # 10-minute call on the H200. For a long run: --rl-tasks all. The learning rates are small because
 # the policy is small and has memorised its few solutions: on the CPU, 1e-4 let the parse rate of
 # --plain answers drift from ~80% to ~25% within 12 steps (8 answers a step, so a noisy reading).
 # On the GPU answers are capped at 3072 tokens (~1.3x the longest solution of these tasks, 40_LayerNorm
 # at 8 KB): a step samples in one batch, so one answer that never stops keeps every row decoding to
-# the end of the block (the first H200 step spent 111 s of 132 sampling). The CPU's block is the cap.
+# the end of the block (the first H200 step spent 111 s of 132 sampling). On the CPU the cap is 1280.
 CPU_TASKS = ["19_ReLU", "23_Softmax", "47_Sum_reduction_over_a_dimension", "97_CosineSimilarityLoss"]
 GPU_TASKS = CPU_TASKS + ["12_Matmul_with_diagonal_matrices_", "26_GELU_", "40_LayerNorm", "88_MinGPTNewGelu"]
 DEFAULTS = {
     "cpu": dict(rl_tasks=",".join(f"level1/{t}.py" for t in CPU_TASKS), tasks_per_step=2, num_samples=4,
-                steps=20, lr=3e-5, time_limit=0, max_new_tokens=0, min_answer_tokens=1280, cuda_graphs=0,
+                steps=10, lr=3e-5, time_limit=0, max_new_tokens=1280, min_answer_tokens=1280, cuda_graphs=0,
                 seed_bank="results/cpu.jsonl"),
     "cuda": dict(rl_tasks=",".join(f"level1/{t}.py" for t in GPU_TASKS), tasks_per_step=4, num_samples=8,
                  steps=200, lr=1e-5, time_limit=3.5, max_new_tokens=3072, min_answer_tokens=3072, cuda_graphs=1,

@@ -122,7 +122,7 @@ FIRST_SLICE = ("19_ReLU", "20_LeakyReLU", "21_Sigmoid", "23_Softmax", "40_LayerN
 DEFAULTS = {
     "cpu": dict(n_layer=4, n_head=4, n_embd=128, block_size=3072, vocab_size=1024, steps=150, batch_size=4, lr=3e-3,
                 rounds=1, num_samples=4, round_steps=20, kinds="cpp", speedups="results/cpu.jsonl",
-                max_new_tokens=0, min_answer_tokens=1280, cuda_graphs=0,
+                max_new_tokens=1280, min_answer_tokens=1280, cuda_graphs=0,
                 sample_tasks="level1/19_ReLU.py,level1/23_Softmax.py,level1/47_Sum_reduction_over_a_dimension.py"),
     "cuda": dict(n_layer=12, n_head=12, n_embd=768, block_size=8192, vocab_size=2048, steps=300, batch_size=16,
                  lr=6e-4, rounds=1, num_samples=4, round_steps=50, kinds="cuda,cpp,pytorch", speedups="results/h200.jsonl",
