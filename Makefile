@@ -73,14 +73,14 @@ clean:
 	rm -rf build
 
 # stages 1-2: SFT on kernels/, then self-training rounds judged by evaluate.py (train_sft.py).
-# CPU: a ~1M-parameter model on the C++ solutions + 1 round on 3 level-1 tasks, ~11 min on 2 cores;
+# CPU: a ~1M-parameter model on the C++ solutions + 1 round on 3 level-1 tasks, ~13 min on 2 cores;
 # H200: ~90M parameters, ~3.7 min. Writes out/sft (run again to resume; rm -rf out/sft to restart).
 SFT_FLAGS ?=
 sft: setup
 	$(PYTHON) train_sft.py --out out/sft $(SFT_FLAGS)
 
 # stage 3: contrastive RL from out/sft (train_rl.py). CPU: 4 cheap level-1 tasks, 2 per step x 4
-# answers, 10 steps, ~8 min on 2 cores; GPU: 8 level-1 tasks, 4 per step x 8 answers, for 3.5 min.
+# answers, 10 steps, ~4 min on 2 cores; GPU: 8 level-1 tasks, 4 per step x 8 answers, for 3.5 min.
 # RL_MINUTES=N stops (and saves) after the step that passes N minutes. Writes out/rl
 # (resumes); each task's best correct answer lands in out/rl/candidates/ for review, never kernels/.
 RL_FLAGS ?=
@@ -88,7 +88,7 @@ RL_MINUTES ?=
 rl: setup
 	$(PYTHON) train_rl.py --init out/sft --out out/rl $(if $(RL_MINUTES),--time-limit $(RL_MINUTES)) $(RL_FLAGS)
 
-# stage 1 -> 2 -> 3 on the bundled default: CPU ~20 min on 2 cores; H200 447 s measured (results/logs)
+# stage 1 -> 2 -> 3 on the bundled default: CPU 17 min on 2 cores; H200 447 s (both measured)
 train: setup
 	$(MAKE) --no-print-directory sft
 	$(MAKE) --no-print-directory rl

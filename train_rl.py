@@ -100,8 +100,8 @@ args = parser.parse_args()
 # Left at -1 / unset, these follow the device. Few tasks on purpose: a task's prompt contrasts the
 # policy's own earlier answers only once the bank holds them, so in a short run each task must come
 # back often. CPU: 4 level-1 tasks with C++ solutions and sub-millisecond references (a GEMM task
-# would spend the step timing its reference), 2 per step, 4 answers each, 10 steps of ~50 s (a CPU
-# decode step costs ~35 ms, and a step's answers run ~1100 tokens). GPU: 8 level-1 tasks with
+# would spend the step timing its reference), 2 per step, 4 answers each, 10 steps of ~20 s (a CPU
+# decode step costs ~15-35 ms; answers are capped at 1280 tokens). GPU: 8 level-1 tasks with
 # CUDA solutions, 4 per step, 8 answers each, stopping after 3.5 minutes so that `make train` fits one
 # 10-minute call on the H200. For a long run: --rl-tasks all. The learning rates are small because
 # the policy is small and has memorised its few solutions: on the CPU, 1e-4 let the parse rate of
