@@ -109,7 +109,7 @@ args = parser.parse_args()
 
 # Settings left at -1 (or unset) take the device's default. CPU: a ~1M-parameter model on the C++
 # solutions (~1000 tokens each) and their 3 contrastive pairs, which it learns almost by heart in
-# 250 steps (on all 18 CPU-runnable solutions it stays near loss 0.9 and no sample parses; at 150
+# 200 steps (on all 18 CPU-runnable solutions it stays near loss 0.9 and no sample parses; at 150
 # steps, loss 0.016, a quarter of its plain answers parsed), then one round on 3 small level-1
 # tasks whose references take milliseconds there; its block of 3072 holds a contrastive prompt
 # showing the reference and a solution beside a 1280-token answer. GPU: a ~90M model on every
@@ -121,7 +121,7 @@ args = parser.parse_args()
 FIRST_SLICE = ("19_ReLU", "20_LeakyReLU", "21_Sigmoid", "23_Softmax", "40_LayerNorm",
                "47_Sum_reduction_over_a_dimension", "97_CosineSimilarityLoss", "12_Matmul_with_diagonal_matrices_")
 DEFAULTS = {
-    "cpu": dict(n_layer=4, n_head=4, n_embd=128, block_size=3072, vocab_size=1024, steps=250, batch_size=4, lr=3e-3,
+    "cpu": dict(n_layer=4, n_head=4, n_embd=128, block_size=3072, vocab_size=1024, steps=200, batch_size=4, lr=3e-3,
                 rounds=1, num_samples=4, round_steps=20, kinds="cpp", speedups="results/cpu.jsonl",
                 max_new_tokens=1280, min_answer_tokens=1280, cuda_graphs=0,
                 sample_tasks="level1/19_ReLU.py,level1/23_Softmax.py,level1/47_Sum_reduction_over_a_dimension.py"),
