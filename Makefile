@@ -73,7 +73,7 @@ clean:
 	rm -rf build
 
 # stages 1-2: SFT on kernels/, then self-training rounds judged by evaluate.py (train_sft.py).
-# CPU: a ~1M-parameter model on the C++ solutions + 1 round on 3 level-1 tasks, ~13 min on 2 cores;
+# CPU: a ~1M-parameter model on the C++ solutions + 1 round on 3 level-1 tasks, ~11 min on 2 cores;
 # H200: ~90M parameters, ~3.7 min. Writes out/sft (run again to resume; rm -rf out/sft to restart).
 SFT_FLAGS ?=
 sft: setup
@@ -88,7 +88,7 @@ RL_MINUTES ?=
 rl: setup
 	$(PYTHON) train_rl.py --init out/sft --out out/rl $(if $(RL_MINUTES),--time-limit $(RL_MINUTES)) $(RL_FLAGS)
 
-# stage 1 -> 2 -> 3 on the bundled default: CPU 17 min on 2 cores; H200 447 s (both measured)
+# stage 1 -> 2 -> 3 on the bundled default: CPU 15 min on 2 cores; H200 447 s (both measured)
 train: setup
 	$(MAKE) --no-print-directory sft
 	$(MAKE) --no-print-directory rl
