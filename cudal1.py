@@ -811,11 +811,16 @@ class Bank:
                     best[e["source"]] = e
         return list(best.values())
 
+    def sources(self, task, given=False):
+        """The code the bank holds for `task` (stripped); given=True: only what it started with,
+        the reference and the seeds (step < 0)."""
+        return {e["source"].strip() for e in self.entries.get(task, []) if not given or e["step"] < 0}
+
     def found(self, task):
         """The distinct correct solutions RL itself wrote: code unlike the reference's and every
-        seed's (step < 0). A policy that reproduces a seed is measured again, and the faster of two
-        noisy measurements of the same code is no discovery."""
-        given = {e["source"].strip() for e in self.entries.get(task, []) if e["step"] < 0}
+        seed's. A policy that reproduces a seed is measured again, and the faster of two noisy
+        measurements of the same code is no discovery."""
+        given = self.sources(task, given=True)
         return [e for e in self.correct(task) if e["source"].strip() not in given]
 
     def best(self, task):

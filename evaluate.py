@@ -864,6 +864,11 @@ def _f(x, fmt="{:.3f}"):
 PEAK_TBPS = {"H200": 4.8, "H100": 3.35, "H20": 4.0, "A100": 2.0, "L40": 0.86, "3090": 0.94}  # HBM/GDDR, datasheets
 
 
+def _bw_share(nbytes, ms, peak):
+    """Share of peak memory bandwidth (TB/s) that moving nbytes in ms reaches; None if unknown."""
+    return nbytes / (ms * 1e-3) / (peak * 1e12) if peak and nbytes and ms else None
+
+
 def _no_win_section(records, gpu):
     """Tasks whose best correct solution is not faster than eager, with the numbers behind 'why':
     the least bytes a call must move and the share of peak memory bandwidth eager and the best
@@ -879,7 +884,7 @@ def _no_win_section(records, gpu):
     slow = [(t, b) for t, b in best.items() if not (b["correct"] and b["speedup"] > 1.0)]
     if not slow:
         return []
-    bw = lambda nbytes, ms: f"{nbytes / (ms * 1e-3) / (peak * 1e12):.0%}" if peak and nbytes and ms else ""
+    bw = lambda nbytes, ms: _f(_bw_share(nbytes, ms, peak), "{:.0%}")
     lines = ["", "## Tasks where no correct solution beats eager", "",
              f"Bandwidth shares are of {peak or '?'} TB/s peak, for the inputs + outputs alone (a lower bound on "
              "traffic). eager err/tol > 1: eager with PyTorch's default flags would itself fail the strict tolerance.", "",
@@ -903,7 +908,7 @@ def _why(best, nbytes, ref_ms, eager_err, peak):
         return "no correct solution"
     if eager_err and eager_err > 1:
         return f"eager runs TF32 ({eager_err:.0f}x the strict tolerance): strict fp32 races a lower bar"
-    if peak and nbytes and ref_ms and nbytes / (ref_ms * 1e-3) / (peak * 1e12) >= 0.6:
+    if (_bw_share(nbytes, ref_ms, peak) or 0) >= 0.6:
         return "memory-bound: eager already streams near peak bandwidth"
     if best["speedup"] >= 0.97:
         return "a tie: the A/A test reads 0.91-1.00x (results/h200-judge-noise.md)"

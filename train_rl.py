@@ -378,8 +378,8 @@ while step < args.steps:
         suspicious = [s for p in parts for s in p[1]]
         shown = [n for p in parts for n in p[2]]
     best_before = {t: bank.best(key[t]) for t in set(a["task"] for a in answers)}
-    seen = {t: {e["source"].strip() for e in bank.entries.get(key[t], [])} for t in best_before}
-    given = {t: {e["source"].strip() for e in bank.entries.get(key[t], []) if e["step"] < 0} for t in best_before}
+    seen = {t: bank.sources(key[t]) for t in best_before}
+    given = {t: bank.sources(key[t], given=True) for t in best_before}
     for a in answers:
         if a["source"] is not None:
             bank.add(key[a["task"]], a["source"], a["record"], step)
@@ -402,7 +402,7 @@ while step < args.steps:
     # best found by RL so far: its own code only (a copy of a seeded kernels/ solution is not counted)
     best = {key[t]: max((e["record"]["speedup"] for e in bank.found(key[t])), default=None) for t in tasks}
     good = [a for a in answers if a["record"]["correct"]]
-    copied = sum(a["source"].strip() in given.get(a["task"], ()) for a in good) / max(1, len(good))
+    copied = sum(a["source"].strip() in given[a["task"]] for a in good) / max(1, len(good))
     line = dict(step=step, reward_mean=statistics.mean(rewards), reward_max=max(rewards), loss=loss,
                 stopped=sum(a["stopped"] for a in answers) / n, parsed=parsed, compiled=compiled, correct=correct,
                 copied=copied, exemplars=statistics.mean(shown) if shown else 0, best=best, suspicious=len(suspicious),

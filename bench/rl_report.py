@@ -74,10 +74,10 @@ for r in runs:
     n = [sum(l["statuses"].values()) for l in log]
     rate = lambda k: sum(l[k] * m for l, m in zip(log, n)) / max(1, sum(n))
     half = max(1, steps // 2)
-    ents = [e for es in r["bank"].entries.values() for e in es]  # one entry per parsed answer
-    given = {(e["task"], e["source"].strip()) for e in ents if e["step"] < 0}
-    good = [e for e in ents if 0 <= e["step"] < steps and e["record"].get("correct")]
-    copies = sum((e["task"], e["source"].strip()) in given for e in good) / max(1, len(good))
+    given = {t: r["bank"].sources(t, given=True) for t in r["bank"].entries}
+    good = [e for es in r["bank"].entries.values() for e in es  # one entry per parsed answer
+            if 0 <= e["step"] < steps and e["record"].get("correct")]
+    copies = sum(e["source"].strip() in given[e["task"]] for e in good) / max(1, len(good))
     md.append(f"| {r['name']} | {sum(n)} | {rate('parsed'):.0%} | {rate('compiled'):.0%} | {rate('correct'):.0%} | "
               f"{copies:.0%} | "
               f"{statistics.mean(l['reward_mean'] for l in log[:half]):+.2f} | "
