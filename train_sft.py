@@ -113,11 +113,12 @@ args = parser.parse_args()
 # steps, loss 0.016, a quarter of its plain answers parsed), then one round on 3 small level-1
 # tasks whose references take milliseconds there; its block of 3072 holds a contrastive prompt
 # showing the reference and a solution beside a 1280-token answer. GPU: a ~90M model on every
-# solution at ~25k tokens per step, and stage 2 on the 8 level-1 tasks of the judge's first slice. Its block of
-# 8192 tokens holds a contrastive prompt (the task, the reference and two solutions of up to ~2600
-# tokens each) and still leaves 3072 tokens for the answer (at 4096 only 512 were kept free, and the
-# H200's stage 2 parsed 0-12% of its contrastive answers against 56-88% of its plain ones). Decoding replays a CUDA graph per token: 2.0-2.8
-# ms a step against 52-63 ms eagerly, same greedy answers (results/h200-sample-speed.md).
+# solution at ~25k tokens per step, and stage 2 on the 8 level-1 tasks of the judge's first slice.
+# Its block of 8192 tokens holds a contrastive prompt (the task, the reference and two solutions of
+# up to ~2600 tokens each) and still leaves 3072 tokens for the answer (at 4096 only 512 were kept
+# free, and the H200's stage 2 parsed 0-12% of its contrastive answers against 56-88% of its plain
+# ones). Decoding replays a CUDA graph per token: 2.0-2.8 ms a step against 52-63 ms eagerly, same
+# greedy answers (results/h200-sample-speed.md).
 FIRST_SLICE = ("19_ReLU", "20_LeakyReLU", "21_Sigmoid", "23_Softmax", "40_LayerNorm",
                "47_Sum_reduction_over_a_dimension", "97_CosineSimilarityLoss", "12_Matmul_with_diagonal_matrices_")
 DEFAULTS = {
@@ -336,17 +337,22 @@ n_params = raw_model.num_params(embedding=False)
 gen = random.Random(args.seed + rank)  # batches differ across ranks
 
 
-def get_batch(pool, batch_size):
-    """batch_size random pairs, right-padded: x (B, T) ids, y (B, T) next ids, -1 off the answer."""
-    rows = [pool[gen.randrange(len(pool))] for _ in range(batch_size)]
+def pad(rows):
+    """(ids, n_prompt) pairs, right-padded on the device: x (B, T) ids, y (B, T) next ids, -1 off the answer."""
     T = max(len(ids) for ids, _ in rows) - 1
-    x = torch.zeros(batch_size, T, dtype=torch.long)
-    y = torch.full((batch_size, T), -1, dtype=torch.long)
+    x = torch.zeros(len(rows), T, dtype=torch.long)
+    y = torch.full((len(rows), T), -1, dtype=torch.long)
     for i, (ids, n_prompt) in enumerate(rows):
         x[i, :len(ids) - 1] = torch.tensor(ids[:-1])
         y[i, n_prompt - 1:len(ids) - 1] = torch.tensor(ids[n_prompt:])  # predict the answer, and its end
+    return x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+
+
+def get_batch(pool, batch_size):
+    """batch_size random pairs, padded: x, y (see pad), their tokens and model FLOPs."""
+    rows = [pool[gen.randrange(len(pool))] for _ in range(batch_size)]
     flops = sum(6 * n_params * len(ids) + 12 * cfg.n_layer * cfg.n_embd * len(ids) ** 2 for ids, _ in rows)
-    return x.to(device, non_blocking=True), y.to(device, non_blocking=True), sum(len(ids) for ids, _ in rows), flops
+    return *pad(rows), sum(len(ids) for ids, _ in rows), flops
 
 
 def train_step(pool, lr):
@@ -371,16 +377,10 @@ def data_loss(pool):
     raw_model.eval()
     total, count = 0.0, 0
     for i in range(0, len(pool), args.batch_size):
-        rows = pool[i:i + args.batch_size]
-        T = max(len(ids) for ids, _ in rows) - 1
-        x = torch.zeros(len(rows), T, dtype=torch.long)
-        y = torch.full((len(rows), T), -1, dtype=torch.long)
-        for j, (ids, n_prompt) in enumerate(rows):
-            x[j, :len(ids) - 1] = torch.tensor(ids[:-1])
-            y[j, n_prompt - 1:len(ids) - 1] = torch.tensor(ids[n_prompt:])
+        x, y = pad(pool[i:i + args.batch_size])
         n = (y != -1).sum().item()
         with cudal1.autocast(device, dtype):
-            total += raw_model(x.to(device), y.to(device)).item() * n
+            total += raw_model(x, y).item() * n
         count += n
     return total / count
 
