@@ -17,8 +17,8 @@ import evaluate  # noqa: E402
 
 CALLS = 5
 task, solutions = sys.argv[1], sys.argv[2:]
-print(f"## {os.path.basename(task)}\n\ncommit {evaluate.commit()}, {torch.cuda.get_device_name()}, "
-      f"{CALLS} profiled calls per model after 3 warm-up calls\n")
+print(f"## {os.path.basename(task)}\n\n- command: `python {' '.join(sys.argv)}`\n- commit {evaluate.commit()}, "
+      f"{torch.cuda.get_device_name()}, {CALLS} profiled calls per model after 3 warm-up calls\n")
 for sol in [None] + solutions:
     w = evaluate.Worker(task, sol, {**evaluate.DEFAULTS, "device": "cuda"})
     model, name = (w.ref, "eager") if sol is None else (w.new, os.path.basename(sol))

@@ -23,6 +23,8 @@ torch.manual_seed(0)
 model = cudal1.Transformer(cfg).to(device)
 new = 128 if cuda else 32
 plen = 1500 if cuda else 300
+print(f"# Decode speed, eager vs CUDA graph\n\n- command: `python {' '.join(sys.argv)}`\n"
+      f"- {torch.cuda.get_device_name() if cuda else 'CPU'}, torch {torch.__version__}\n")
 print("| model | dtype | prompts x samples | prompt lengths | decode | ms per decode step | tokens/s |")
 print("|---|---|---|---|---|---|---|")
 for dtype in ([torch.bfloat16] if cuda else [torch.float32]):
