@@ -115,26 +115,122 @@ PYBIND11_MODULE(MODULE_NAME, m) {
 }
 '''
 
-# Solution files for the real judge: ModelNew bodies over the module above.
-SOLUTION = '''
+# Solution files for the real judge: the library's kernels behind cheaper call paths. FAST_SRC is
+# appended to a library kernel's CUDA source: a driver launch helper for METH_FASTCALL entries.
+FAST_SRC = r"""
+#include <Python.h>
+#include <cuda.h>
+#include <cudaTypedefs.h>
+static PFN_cuLaunchKernel_v4000 g_launch = nullptr;
+static CUfunction drv_fn(const void* kernel) {
+    if (!g_launch) {
+        cudaDriverEntryPointQueryResult q;
+        cudaGetDriverEntryPointByVersion("cuLaunchKernel", (void**)&g_launch, 12000, cudaEnableDefault, &q);
+    }
+    cudaFunction_t f = nullptr;
+    cudaGetFuncBySymbol(&f, kernel);
+    return (CUfunction)f;
+}
+static PyObject* launched(CUresult r) {
+    if (r != CUDA_SUCCESS) { PyErr_SetString(PyExc_RuntimeError, "cuLaunchKernel failed"); return nullptr; }
+    Py_RETURN_NONE;
+}
+// softmax_fast(x, y, rows, dim) / sum_fast(x, y, outer, R, inner): library launchers, stream 0
+static PyObject* fast_entry(PyObject*, PyObject* const* a, Py_ssize_t n) {
+    long long v[5] = {0, 0, 0, 0, 0};
+    for (Py_ssize_t i = 0; i < n && i < 5; ++i) v[i] = PyLong_AsLongLong(a[i]);
+    if (PyErr_Occurred()) return nullptr;
+    bool ok = ENTRY;
+    if (!ok) { PyErr_SetString(PyExc_ValueError, "layout not handled"); return nullptr; }
+    Py_RETURN_NONE;
+}
+static PyObject* drv_entry(PyObject*, PyObject* const* a, Py_ssize_t n) {
+    long long v[5] = {0, 0, 0, 0, 0};
+    for (Py_ssize_t i = 0; i < n && i < 5; ++i) v[i] = PyLong_AsLongLong(a[i]);
+    if (PyErr_Occurred()) return nullptr;
+    DRV
+}
+static PyMethodDef fast_defs[] = {
+    {"fast", (PyCFunction)(void (*)(void))fast_entry, METH_FASTCALL, ""},
+    {"drv", (PyCFunction)(void (*)(void))drv_entry, METH_FASTCALL, ""},
+};
+"""
+REGISTER = ("    for (auto& d : fast_defs) m.add_object(d.ml_name, pybind11::reinterpret_steal<pybind11::object>"
+            "(PyCFunction_NewEx(&d, nullptr, m.ptr())));\n}\n")
+DRV = {
+    "23_Softmax": ("softmax(v[0], v[1], v[2], v[3], 0)", r"""
+    static CUfunction f = drv_fn((const void*)softmax_rows<4>);
+    void* x = (void*)v[0]; void* y = (void*)v[1]; int dim4 = (int)(v[3] / 4);
+    void* args[] = {&x, &y, &dim4};
+    return launched(g_launch(f, (unsigned)v[2], 1, 1, THREADS, 1, 1, 0, nullptr, args, nullptr));"""),
+    "47_Sum_reduction_over_a_dimension": ("sum_dim(v[0], v[1], v[2], v[3], v[4], 0)", r"""
+    static CUfunction f = drv_fn((const void*)sum_mid);
+    void* x = (void*)v[0]; void* y = (void*)v[1]; int64_t R = v[3], inner4 = v[4] / 4;
+    void* args[] = {&x, &y, &R, &inner4};
+    return launched(g_launch(f, (unsigned)((inner4 + COLS4 - 1) / COLS4), (unsigned)v[2], 1, COLS4, SLICES, 1, 0,
+                             nullptr, args, nullptr));"""),
+}
+FORWARD = {  # (init, forward body); {fn} is fast or drv; `spare` is the next call's output
+    "23_Softmax": ("", """
+        y = self.spare
+        if y is None or y.shape != x.shape:
+            y = torch.empty_like(x)
+        _ext.{fn}(x.data_ptr(), y.data_ptr(), x.shape[0], x.shape[1])
+        self.spare = torch.empty_like(x)  # the next call's output, made while this kernel runs
+        return y"""),
+    "47_Sum_reduction_over_a_dimension": ("", """
+        y = self.spare
+        if y is None or y.shape[0] != x.shape[0] or y.shape[2] != x.shape[2]:
+            y = x.new_empty(x.shape[0], 1, x.shape[2])
+        _ext.{fn}(x.data_ptr(), y.data_ptr(), x.shape[0], x.shape[1], x.shape[2])
+        self.spare = x.new_empty(x.shape[0], 1, x.shape[2])
+        return y"""),
+    "19_ReLU": ("", """
+        y = self.spare
+        if y is None or y.shape != x.shape:
+            y = torch.empty_like(x)
+        _ext.relu_{fn}(x.data_ptr(), y.data_ptr(), x.numel())
+        self.spare = torch.empty_like(x)
+        return y"""),
+}
+MODEL = '''
 import torch
 import torch.nn as nn
 import cudal1
 _ext = cudal1.load_kernel({src!r}, "cuda")
 
 class ModelNew(nn.Module):
-    def forward(self, x):
-{body}
+    def __init__(self, *args):
+        super().__init__()
+        self.spare = None
+
+    def forward(self, x):{body}
 '''
-BODIES = {
-    "lib": None,  # kernels/level1/19_ReLU.py itself
-    "s0": "        y = torch.empty_like(x)\n        _ext.relu(x.data_ptr(), y.data_ptr(), x.numel(), 0)\n        return y",
-    "fast": "        y = torch.empty_like(x)\n        _ext.relu_fast(x.data_ptr(), y.data_ptr(), x.numel())\n        return y",
-    "fast+stream": "        y = torch.empty_like(x)\n        _ext.relu_fast(x.data_ptr(), y.data_ptr(), x.numel(), "
-                   "torch._C._cuda_getCurrentRawStream(x.get_device()))\n        return y",
-    "drv": "        y = torch.empty_like(x)\n        _ext.relu_drv(x.data_ptr(), y.data_ptr(), x.numel())\n        return y",
-}
-TASK = os.path.join(ROOT, "kernelbench/level1/19_ReLU.py")
+EAGER = {"19_ReLU": "torch.relu(x)", "23_Softmax": "torch.softmax(x, dim=1)",
+         "47_Sum_reduction_over_a_dimension": "torch.sum(x, dim=1, keepdim=True)"}
+
+
+def candidates():
+    """(label, task path, solution source) for the real judge."""
+    out = []
+    for name in EAGER:
+        task = os.path.join(ROOT, f"kernelbench/level1/{name}.py")
+        lib = open(os.path.join(ROOT, f"kernels/level1/{name}.py")).read()
+        out.append((f"{name[:10]} lib", task, lib))
+        out.append((f"{name[:10]} eager A/A", task, MODEL.format(src=SRC, body="\n        return " + EAGER[name])))
+        if name == "19_ReLU":
+            src = SRC
+        else:
+            cuda = lib.split('CUDA_SRC = r"""')[1].split('"""')[0]
+            entry, drv = DRV[name]
+            cuda += FAST_SRC.replace("ENTRY", entry).replace("DRV", drv)
+            head, tail = cuda.split("PYBIND11_MODULE(MODULE_NAME, m) {")
+            body_end = tail.index("\n}\n")
+            module = "PYBIND11_MODULE(MODULE_NAME, m) {" + tail[:body_end] + "\n" + REGISTER
+            src = head + tail[body_end + 3:] + module
+        for fn in ("fast", "drv"):
+            out.append((f"{name[:10]} {fn}+spare", task, MODEL.format(src=src, body=FORWARD[name][1].format(fn=fn))))
+    return out
 
 
 def host_us(fn, n=4000, batch=200):
@@ -237,20 +333,16 @@ def main():
             q = statistics.quantiles(ts, n=4)
             print(f"| {name} | {(statistics.median(ts) - fl) * 1e6:.1f} | {(q[2] - q[0]) * 1e6:.1f} |")
 
-    pairs, names = [], []
-    for name, body in BODIES.items():
-        src = open(os.path.join(ROOT, "kernels/level1/19_ReLU.py")).read() if body is None else \
-            SOLUTION.format(src=SRC, body=body)
-        for rep in range(2):
-            pairs.append((TASK, src))
-            names.append(f"{name} #{rep + 1}")
+    cands = candidates()
+    pairs = [(task, src) for _, task, src in cands for _ in range(3)]
+    names = [f"{label} #{rep + 1}" for label, _, _ in cands for rep in range(3)]
     recs = evaluate.judge_many(pairs, time_budget=2.0)
-    print("\n## The real judge (evaluate.judge_many, --time-budget 2; each path judged twice)\n")
-    print("| path | status | ref us | sol us | speedup |\n|---|---|---|---|---|")
+    print("\n## The real judge (evaluate.judge_many, --time-budget 2; each path judged three times)\n")
+    print("| path | status | ref us | sol us | sol - ref us | speedup |\n|---|---|---|---|---|---|")
     for name, r in zip(names, recs):
-        print(f"| {name} | {r['status']} | {(r.get('ref_ms') or 0) * 1e3:.1f} | {(r.get('sol_ms') or 0) * 1e3:.1f} | "
+        ref, sol = (r.get("ref_ms") or 0) * 1e3, (r.get("sol_ms") or 0) * 1e3
+        print(f"| {name} | {r['status']} {r.get('message', '')[:80]} | {ref:.1f} | {sol:.1f} | {sol - ref:+.1f} | "
               f"{r.get('speedup') or 0:.2f}x |")
-
 
 if __name__ == "__main__":
     main()
