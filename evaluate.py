@@ -416,22 +416,29 @@ class Worker:
             if not _compare(s, r, self.tol)[0]:
                 raise Cheat("side_stream", "output not ready on the current stream when forward returned")
 
-    def solution_call(self, xs, k, timed=True):
-        """Call the solution on a private copy of xs; returns what verify() needs and its seconds."""
+    def timed_call(self, model, xs, k):
+        """One timed call on a private copy of xs, the same for every model: the inputs' copies and
+        the output (with a snapshot taken after the clock stopped) are what verify() needs."""
         torch = self.torch
         pristine, mine = self.clone(xs), self.clone(xs)
         with torch.no_grad():
-            if timed:
-                out, dt = self.call(self.new, mine, k)
-                snap = [o.clone() if type(o) is torch.Tensor else o for o in _tensors(out)]
-            else:  # snapshot on the current stream *before* synchronising: catches side streams
-                self.flags.reset()
-                torch.manual_seed(k)
-                out, dt = self.new(*mine), 0.0
-                snap = [o.clone() if type(o) is torch.Tensor else o for o in _tensors(out)]
-                if self.cuda:
-                    self.sync()
+            out, dt = self.call(model, mine, k)
+        snap = [o.clone() if type(o) is torch.Tensor else o for o in _tensors(out)]
         return (out, mine, pristine, snap), dt
+
+    def untimed_call(self, xs, k):
+        """The solution on a private copy of xs, snapshotted on the current stream *before*
+        synchronising: output still being written on a side stream differs from its snapshot."""
+        torch = self.torch
+        pristine, mine = self.clone(xs), self.clone(xs)
+        with torch.no_grad():
+            self.flags.reset()
+            torch.manual_seed(k)
+            out = self.new(*mine)
+            snap = [o.clone() if type(o) is torch.Tensor else o for o in _tensors(out)]
+            if self.cuda:
+                self.sync()
+        return out, mine, pristine, snap
 
     def verify(self, call, ref):
         """Every check on one solution call's output (see check_output), then remember it."""
@@ -455,7 +462,7 @@ class Worker:
         """An untimed correctness trial on input set k."""
         xs = self.inputs(k)
         ref = self.reference(xs, k)
-        self.verify(self.solution_call(xs, k, timed=False)[0], ref)
+        self.verify(self.untimed_call(xs, k), ref)
 
     # ---- the whole judgement
 
@@ -511,17 +518,15 @@ class Worker:
             # them. Checking between them left the GPU idle for milliseconds before whichever call
             # came next: an A/A test (the reference as its own solution) then read 1.2-1.6x on ReLU
             # and 1.06x on a 4096^2 matmul, the call after the checks being the slow one.
-            sol_call = None
+            # Every model's timed call does the same work around its clock, and its copies and output
+            # live until the round ends, as the solution's must (they are verified after the round).
+            calls = {}
             for w in rng.sample(who, len(who)):
-                if w == "sol":
-                    sol_call, dt = self.solution_call(xs, k)
-                else:
-                    with torch.no_grad():
-                        dt = self.call(self.ref if w == "ref" else self.compiled, self.clone(xs), k)[1]
+                calls[w], dt = self.timed_call({"ref": self.ref, "sol": self.new, "compiled": self.compiled}[w], xs, k)
                 if r >= opts["warmup"]:
                     times[w].append(dt)
-            if sol_call is not None:
-                self.verify(sol_call, ref)
+            if "sol" in calls:
+                self.verify(calls["sol"], ref)
             r += 1
 
         if self.new is not None:
