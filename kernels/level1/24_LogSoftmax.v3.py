@@ -1,0 +1,162 @@
+"""LogSoftmax over rows (row in registers of one 1024-thread block) behind a lean call path.
+
+The (16, 16384) fp32 input is 1 MB in, 1 MB out, so the kernel runs for a few microseconds and the
+judge's clock (one synchronous call) mostly measures the host's way to the GPU. v2 (the faster of
+the two CUDA variants in results/h200.md, and a plain launch where v1 needs a cluster launch) pays
+for a pybind11 call that casts five integers and for the CUDA runtime's launch (the <<<>>> launch
+looks the kernel up for the current context on every call). This version keeps v2's kernel as it
+is -- one block per row, each thread holding ITEMS float4 of the row in registers, row max and then
+sum of exp(x - max) by warp-shuffle + shared-memory reductions, (x - max) - log(sum) written with
+128-bit stores, torch's epilogue -- and v2's host logic (the same ITEMS choice, grid of one block
+per row, and `False` for rows not a multiple of 4, longer than 32768 or misaligned, so Python falls
+back to torch.log_softmax), and removes two layers: the entry point is a raw CPython METH_FASTCALL
+function that reads its five integers itself, and it launches through the driver's cuLaunchKernel
+with the four instantiations' driver handles looked up once. The output is still a fresh
+torch.empty_like and the launch goes to the caller's current stream. results/h200-call-path.md
+measured the pieces on the H200: in the judge, each layer removed was worth 1-3 us per call. The
+handles belong to the first GPU the module ran on: one device per process.
+"""
+import torch
+import torch.nn as nn
+
+import cudal1
+
+CUDA_SRC = r"""
+#include <pybind11/pybind11.h>
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cuda_runtime.h>
+#include <cstdint>
+#include <cmath>
+
+constexpr int THREADS = 1024;
+constexpr int WARPS = THREADS / 32;
+
+// Sum (or max) over the block; every thread gets the result. `red` is reused after a barrier.
+template <bool IS_MAX>
+__device__ __forceinline__ float block_reduce(float v, float* red) {
+    #pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const float u = __shfl_xor_sync(0xffffffffu, v, o);
+        v = IS_MAX ? fmaxf(v, u) : v + u;
+    }
+    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
+    __syncthreads();
+    v = red[threadIdx.x & 31];  // WARPS == 32: one partial per lane, reduced again in every warp
+    #pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+        const float u = __shfl_xor_sync(0xffffffffu, v, o);
+        v = IS_MAX ? fmaxf(v, u) : v + u;
+    }
+    __syncthreads();
+    return v;
+}
+
+// One block per row; thread t holds float4s t, t + 1024, ... of the row in registers.
+template <int ITEMS>
+__global__ void __launch_bounds__(THREADS) log_softmax_rows(const float* __restrict__ x,
+        float* __restrict__ y, int dim4) {
+    __shared__ float red[WARPS];
+    const float4* xr = reinterpret_cast<const float4*>(x) + (int64_t)blockIdx.x * dim4;
+    float4* yr = reinterpret_cast<float4*>(y) + (int64_t)blockIdx.x * dim4;
+    float4 v[ITEMS];
+    float m = -INFINITY;
+    #pragma unroll
+    for (int k = 0; k < ITEMS; ++k) {  // all loads in flight together
+        const int i = threadIdx.x + k * THREADS;
+        v[k] = i < dim4 ? __ldg(xr + i) : make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
+        m = fmaxf(m, fmaxf(fmaxf(v[k].x, v[k].y), fmaxf(v[k].z, v[k].w)));
+    }
+    m = block_reduce<true>(m, red);
+    float s = 0.f;
+    #pragma unroll
+    for (int k = 0; k < ITEMS; ++k)  // padding holds -inf: expf(-inf) = 0
+        s += (expf(v[k].x - m) + expf(v[k].y - m)) + (expf(v[k].z - m) + expf(v[k].w - m));
+    const float logsum = logf(block_reduce<false>(s, red));
+    #pragma unroll
+    for (int k = 0; k < ITEMS; ++k) {
+        const int i = threadIdx.x + k * THREADS;
+        if (i < dim4)
+            yr[i] = make_float4((v[k].x - m) - logsum, (v[k].y - m) - logsum,
+                                (v[k].z - m) - logsum, (v[k].w - m) - logsum);
+    }
+}
+
+// The driver's launch function and the driver handles of log_softmax_rows<1, 2, 4, 8>, looked up on
+// the first call.
+static PFN_cuLaunchKernel_v4000 cu_launch = nullptr;
+static CUfunction f_rows[4] = {nullptr, nullptr, nullptr, nullptr};
+
+static bool look_up() {
+    cudaDriverEntryPointQueryResult found;
+    if (cudaGetDriverEntryPointByVersion("cuLaunchKernel", (void**)&cu_launch, 12000, cudaEnableDefault,
+                                         &found) != cudaSuccess || found != cudaDriverEntryPointSuccess)
+        return false;
+    const void* kernels[4] = {(const void*)log_softmax_rows<1>, (const void*)log_softmax_rows<2>,
+                              (const void*)log_softmax_rows<4>, (const void*)log_softmax_rows<8>};
+    for (int k = 0; k < 4; ++k) {
+        cudaFunction_t fn;
+        if (cudaGetFuncBySymbol(&fn, kernels[k]) != cudaSuccess) return false;
+        f_rows[k] = (CUfunction)fn;
+    }
+    return true;
+}
+
+// run(x_ptr, y_ptr, rows, dim, stream) -> bool; False when the shape is not handled (the caller
+// falls back to torch). METH_FASTCALL: Python passes its argument array as is.
+static PyObject* run(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "run(x_ptr, y_ptr, rows, dim, stream)");
+        return nullptr;
+    }
+    unsigned long long x = PyLong_AsUnsignedLongLong(args[0]), y = PyLong_AsUnsignedLongLong(args[1]);
+    int64_t rows = PyLong_AsLongLong(args[2]), dim = PyLong_AsLongLong(args[3]);
+    CUstream stream = (CUstream)PyLong_AsVoidPtr(args[4]);
+    if (PyErr_Occurred()) return nullptr;
+    if (dim % 4 != 0 || x % 16 != 0 || y % 16 != 0 || dim > 8LL * THREADS * 4) Py_RETURN_FALSE;
+    if (rows == 0 || dim == 0) Py_RETURN_TRUE;
+    if (!f_rows[3] && !look_up()) {  // f_rows[3] is set last: all handles or none
+        PyErr_SetString(PyExc_RuntimeError, "log_softmax_rows: driver entry point or kernel lookup failed");
+        return nullptr;
+    }
+    int dim4 = (int)(dim / 4);  // the kernel takes an int
+    const int items = (dim4 + THREADS - 1) / THREADS;  // float4 per thread: 1..8
+    CUfunction fn = items <= 1 ? f_rows[0] : items <= 2 ? f_rows[1] : items <= 4 ? f_rows[2] : f_rows[3];
+    void* params[] = {&x, &y, &dim4};  // 8-byte pointers and an int, as log_softmax_rows takes them
+    CUresult r = cu_launch(fn, (unsigned)rows, 1, 1, THREADS, 1, 1, 0, stream, params, nullptr);
+    if (r != CUDA_SUCCESS) {
+        PyErr_Format(PyExc_RuntimeError, "log_softmax_rows: cuLaunchKernel failed (CUresult %d)", (int)r);
+        return nullptr;
+    }
+    Py_RETURN_TRUE;
+}
+
+static PyMethodDef methods[] = {
+    {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL,
+     "row log-softmax of a (rows, dim) fp32 tensor on raw pointers; False if unsupported"},
+};
+
+PYBIND11_MODULE(MODULE_NAME, m) {  // pybind11 only builds the module; the call skips it
+    for (PyMethodDef& d : methods)
+        m.add_object(d.ml_name, pybind11::reinterpret_steal<pybind11::object>(
+                                    PyCFunction_NewEx(&d, nullptr, m.ptr())));
+}
+"""
+
+_ext = cudal1.load_kernel(CUDA_SRC, "cuda")
+
+
+class ModelNew(nn.Module):
+    def __init__(self, dim: int = 1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        if not x.is_cuda or x.dtype != torch.float32 or x.dim() != 2 or self.dim not in (1, -1):
+            return torch.log_softmax(x, dim=self.dim)
+        x = x.contiguous()
+        y = torch.empty_like(x)  # (batch_size, dim)
+        if _ext.run(x.data_ptr(), y.data_ptr(), x.shape[0], x.shape[1],
+                    torch._C._cuda_getCurrentRawStream(x.get_device())):
+            return y
+        return torch.log_softmax(x, dim=self.dim)
