@@ -29,7 +29,7 @@ half() {  # gpu cores ids: one make eval per GPU, each on its own 16 cores
 wait
 CUDA_VISIBLE_DEVICES=0 timeout 40 python3 bench/flush_probe.py > results/h200-flush-probe.md 2>&1
 cat results/h200-flush-probe.md results/h200-judge-noise.md
-tail -3 "$OUT/g0.log" "$OUT/g1.log"
+tail -n 3 "$OUT/g0.log" "$OUT/g1.log"
 python3 - <<'EOF'
 import json
 judged = {json.loads(line)["task"] for line in open("results/h200.jsonl")}

@@ -352,14 +352,15 @@ def test_no_win_section_says_why():
                     speedup=speedup, ref_ms=ref_ms, sol_ms=ref_ms / speedup, io_bytes=nbytes, eager_err_vs_tol=err)
     records = [rec("57_convT", 0.44, 0.2, 1e8, err=17), rec("5_scale", 0.92, 0.14, 5.4e8),
                rec("72_convT3d", 0.99, 23.0, 1.1e9), rec("22_Tanh", 0.48, 0.011, 2.1e6),
-               rec("42_pool", 0.81, 0.04, 4.2e7), rec("1_fast", 1.7, 0.36, 5e7)]
+               rec("42_pool", 0.81, 0.04, 4.2e7), rec("1_fast", 1.7, 0.36, 5e7), rec("19_ReLU", 0.94, 0.015, 2.1e6)]
     lines = evaluate._no_win_section(records, "NVIDIA H200")
     why = {line.split(" | ")[0][2:]: line.rsplit(" | ", 1)[1] for line in lines if line.startswith("| level1/")}
-    assert set(why) == {f"level1/{t}.py" for t in ("57_convT", "5_scale", "72_convT3d", "22_Tanh", "42_pool")}
+    assert set(why) == {f"level1/{t}.py" for t in ("57_convT", "5_scale", "72_convT3d", "22_Tanh", "42_pool", "19_ReLU")}
     assert why["level1/57_convT.py"].startswith("eager runs TF32 (17x")
     assert why["level1/5_scale.py"].startswith("memory-bound")
     assert why["level1/72_convT3d.py"].startswith("a tie")
-    assert why["level1/22_Tanh.py"].startswith("launch-bound")
+    assert why["level1/22_Tanh.py"].startswith("launch-bound: a few us")
+    assert why["level1/19_ReLU.py"].startswith("launch-bound, a tie")
     assert why["level1/42_pool.py"].startswith("open")
 
 

@@ -17,6 +17,8 @@ current stream, and a CPU or non-fp32 input still falls back to torch.sigmoid.
 results/h200-call-path.md measured the pieces on the H200 for ReLU: in the judge, each layer removed
 was worth 1-3 us per call. The handles belong to the first GPU the module ran on: one device per
 process.
+Measured on the H200 (results/h200.md, fbace5e): 0.85x vs eager (31.8 us against 27.0 us); v1 read
+0.45x in the same run.
 """
 import torch
 import torch.nn as nn

@@ -14,6 +14,8 @@ once. The output is still a fresh torch.empty_like and the launch goes to the ca
 stream. results/h200-call-path.md measured the pieces on the H200: in the judge, each layer removed
 was worth 1-3 us per call. The handles belong to the first GPU the module ran on: one device per
 process.
+Measured on the H200 (results/h200.md, fbace5e): 1.01x vs eager (26.3 us against 26.6 us); v1 read
+0.85x in the same run.
 """
 import torch
 import torch.nn as nn
