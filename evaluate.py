@@ -102,11 +102,13 @@ def find_tasks(tasks, ids=None):
 
 
 def find_pairs(task_paths, solutions):
-    """Pair each solution file (a file or every .py under a folder) with its task by level and id."""
-    if not os.path.exists(solutions):
-        raise JudgeError(f"no such solution file or folder: {solutions}")
-    sols = [solutions] if os.path.isfile(solutions) else sorted(
-        glob.glob(os.path.join(solutions, "**", "*.py"), recursive=True))
+    """Pair each solution file (files or folders, comma-separated: every .py under a folder) with its
+    task by level and id."""
+    sols = []
+    for item in solutions.split(","):
+        if not os.path.exists(item):
+            raise JudgeError(f"no such solution file or folder: {item}")
+        sols += [item] if os.path.isfile(item) else sorted(glob.glob(os.path.join(item, "**", "*.py"), recursive=True))
     by_id = {level_and_id(t): t for t in task_paths}
     if len(task_paths) == 1 and len(sols) == 1:  # one task, one file: pair them whatever the names
         return [(task_paths[0], sols[0])]
@@ -1012,7 +1014,7 @@ def main(argv=None):
     # ---- what to judge
     p.add_argument("--tasks", default="kernelbench", help="a task file, a level folder, or a root of level folders")
     p.add_argument("--ids", default="", help="comma-separated task ids to keep (empty: all)")
-    p.add_argument("--solutions", default="", help="a solution file or folder (empty: time the references alone)")
+    p.add_argument("--solutions", default="", help="solution files or folders, comma-separated (empty: time the references alone)")
     p.add_argument("--cudal1-jsonl", default="", help="CUDA-L1's released JSONL (level_id, task_id, ref_code, custom_code)")
     p.add_argument("--out", default="", help="results path without extension: writes .jsonl, .md, .json")
     # ---- where

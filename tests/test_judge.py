@@ -345,6 +345,20 @@ def test_not_run_placeholder_is_judged_and_reported_once(tasks, tmp_path):
     assert "| ok |" in md and "| not_run |" not in md
 
 
+def test_solutions_comma_separated(tmp_path):
+    """--solutions takes several files or folders at once: re-judge just the files a change touched."""
+    lvl, sol = tmp_path / "kernelbench" / "level1", tmp_path / "kernels" / "level1"
+    lvl.mkdir(parents=True)
+    sol.mkdir(parents=True)
+    for name in ("1_T.py", "2_T.py", "3_T.py"):
+        (lvl / name).write_text(TASK)
+        (sol / name.replace(".py", ".v2.py")).write_text(HONEST)
+    pairs = evaluate.find_pairs(evaluate.find_tasks(str(lvl)), f"{sol / '1_T.v2.py'},{sol / '3_T.v2.py'}")
+    assert [(os.path.basename(t), os.path.basename(s)) for t, s in pairs] == [("1_T.py", "1_T.v2.py"), ("3_T.py", "3_T.v2.py")]
+    with pytest.raises(evaluate.JudgeError, match="no such solution"):
+        evaluate.find_pairs(evaluate.find_tasks(str(lvl)), f"{sol / '1_T.v2.py'},{sol / 'missing.py'}")
+
+
 def test_no_win_section_says_why():
     """Each task without a win gets a reason from its numbers: eager in TF32, HBM-bound, a tie, launch-bound."""
     def rec(task, speedup, ref_ms, nbytes, err=0.0, correct=True):
