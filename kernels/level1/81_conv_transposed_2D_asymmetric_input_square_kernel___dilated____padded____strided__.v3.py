@@ -1,0 +1,122 @@
+"""3xTF32 ConvTranspose2d (v1) in channels-last layout, with the split in one kernel.
+
+v1 splits each operand as hi + lo (hi exact in TF32) and sums hi hi + hi lo + lo hi in one
+convolution over three times the input channels: fp32 accuracy on the tensor cores. It pays for
+memory layout twice: four elementwise passes over the input to split it, and NC* tensors that
+cuDNN's tensor-core kernels transpose to channels-last and back. Here one kernel reads each 32 x 32
+tile of (channels, pixels) into shared memory and writes every pixel's channel vector, each group as
+[hi | hi | lo], straight into channels-last order (read the input once, write it 3x), and the cached
+split weight is channels-last too, so cuDNN can run its channels-last kernels directly; the output
+comes back channels-last (the same values and shape as eager's, in another memory layout). Autograd
+takes v1's path. The stride-1 transposed tasks' v6 files do the same with a forward convolution.
+"""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import cudal1
+
+CUDA_SRC = r"""
+#include <pybind11/pybind11.h>
+#include <cuda_runtime.h>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+// x: (N, C, S) fp32, S = pixels; out: (N, S, 3C) with each group's channels as [hi | hi | lo], where
+// hi keeps the top 11 significant bits (exact in TF32) and lo = x - hi (exact in fp32).
+__global__ void split3_channels_last(const float* __restrict__ x, float* __restrict__ out, int C, int Cg,
+                                     int64_t S) {
+    __shared__ float tile[32][33];  // +1 column: the transposed reads hit 32 different banks
+    const int64_t s0 = (int64_t)blockIdx.x * 32;
+    const int c0 = blockIdx.y * 32;
+    const float* xn = x + (int64_t)blockIdx.z * C * S;
+    float* on = out + (int64_t)blockIdx.z * S * 3 * C;
+    for (int i = threadIdx.y; i < 32; i += 8) {  // read: 32 pixels of one channel per warp
+        const int c = c0 + i;
+        const int64_t s = s0 + threadIdx.x;
+        tile[i][threadIdx.x] = (c < C && s < S) ? __ldg(xn + (int64_t)c * S + s) : 0.f;
+    }
+    __syncthreads();
+    for (int i = threadIdx.y; i < 32; i += 8) {  // write: 32 channels of one pixel per warp, 3 times
+        const int64_t s = s0 + i;
+        const int c = c0 + threadIdx.x;
+        if (s < S && c < C) {
+            const float v = tile[threadIdx.x][i];
+            const float hi = __uint_as_float(__float_as_uint(v) & 0xffffe000u);
+            float* o = on + s * 3 * C + (c / Cg) * 3 * Cg + c % Cg;  // this channel's group, 3x wide
+            o[0] = hi;
+            o[Cg] = hi;
+            o[2 * Cg] = v - hi;
+        }
+    }
+}
+
+void split3(uintptr_t x, uintptr_t out, int64_t N, int64_t C, int64_t groups, int64_t S, uintptr_t stream) {
+    if (N == 0 || C == 0 || S == 0) return;
+    dim3 grid((unsigned)((S + 31) / 32), (unsigned)((C + 31) / 32), (unsigned)N);
+    split3_channels_last<<<grid, dim3(32, 8), 0, reinterpret_cast<cudaStream_t>(stream)>>>(
+        reinterpret_cast<const float*>(x), reinterpret_cast<float*>(out), (int)C, (int)(C / groups), S);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) throw std::runtime_error(std::string("split3: ") + cudaGetErrorString(e));
+}
+
+PYBIND11_MODULE(MODULE_NAME, m) {
+    m.def("split3", &split3, "NC* fp32 -> channels-last, each group's channels as [hi | hi | lo]");
+}
+"""
+
+_ext = cudal1.load_kernel(CUDA_SRC, "cuda")
+
+
+def split_tf32(t):
+    """t = hi + lo, with hi exactly representable in TF32 (the low 13 mantissa bits cleared)."""
+    hi = (t.view(torch.int32) & -8192).view(torch.float32)
+    return hi, t - hi
+
+
+def cat3(a, b, c, groups, dim):
+    """Concatenate a, b, c along channel dim `dim`, group by group (so groups stay aligned)."""
+    if groups == 1:
+        return torch.cat((a, b, c), dim)
+    s = a.shape
+    g = s[:dim] + (groups, s[dim] // groups) + s[dim + 1:]
+    out = torch.cat((a.reshape(g), b.reshape(g), c.reshape(g)), dim + 1)
+    return out.reshape(s[:dim] + (3 * s[dim],) + s[dim + 1:])
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1,
+                 padding: int = 0, dilation: int = 1, bias: bool = False):
+        super().__init__()
+        self.conv_transpose2d = nn.ConvTranspose2d(in_channels, out_channels, kernel_size,
+                                                   stride=stride, padding=padding,
+                                                   dilation=dilation, bias=bias)
+        self.w3, self.w3_key = None, None  # the split weight, channels-last, and what it was made from
+
+    def forward(self, x):
+        c = self.conv_transpose2d
+        if not x.is_cuda or x.dtype != torch.float32 or torch.is_grad_enabled():
+            return self.v1(x)
+        key = (c.weight._version, c.weight.data_ptr())
+        if key != self.w3_key:
+            wh, wl = split_tf32(c.weight)
+            w3 = cat3(wh, wl, wh, c.groups, 0)  # (3 C_in, C_out / groups, *k): per group [hi, lo, hi]
+            self.w3, self.w3_key = w3.contiguous(memory_format=torch.channels_last), key
+        x = x.contiguous()
+        n, ch = x.shape[:2]
+        x3 = torch.empty((n, 3 * ch) + x.shape[2:], device=x.device, memory_format=torch.channels_last)
+        _ext.split3(x.data_ptr(), x3.data_ptr(), n, ch, c.groups, x[0, 0].numel(),
+                    torch._C._cuda_getCurrentRawStream(x.device.index))
+        return F.conv_transpose2d(x3, self.w3, c.bias, c.stride, c.padding, c.output_padding, c.groups,
+                                  c.dilation)  # channels-last in and out
+
+    def v1(self, x):
+        """v1's path: the split with PyTorch ops, in NC* layout (also what autograd can follow)."""
+        c = self.conv_transpose2d
+        xh, xl = split_tf32(x)
+        wh, wl = split_tf32(c.weight)
+        x3 = cat3(xh, xh, xl, c.groups, 1)  # (N, 3 C_in, ...): per group [hi, hi, lo]
+        w3 = cat3(wh, wl, wh, c.groups, 0)  # weight (C_in, C_out / groups, ...)
+        return F.conv_transpose2d(x3, w3, c.bias, c.stride, c.padding, c.output_padding, c.groups,
+                                  c.dilation)
