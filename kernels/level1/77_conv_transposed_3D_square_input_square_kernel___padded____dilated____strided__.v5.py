@@ -10,6 +10,8 @@ straight into channels-last order (read the input once, write 3x), and the cache
 channels-last too, so cuDNN runs its channels-last kernels directly; the output comes back channels-
 last (the same values and shape as eager's, in another memory layout). Groups other than 1 and
 autograd take v1's path.
+Measured on the H200 (results/h200.md, 113925b): 0.45x vs eager (4.397 ms against 1.985 ms); the
+task's best before was 0.41x.
 """
 import torch
 import torch.nn as nn

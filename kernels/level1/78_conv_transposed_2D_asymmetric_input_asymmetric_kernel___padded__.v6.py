@@ -11,6 +11,8 @@ every pixel's [hi | hi | lo] channel vector (coalesced on both sides), a single 
 write 3x the input. The cached weight is channels-last too, so cuDNN runs its NHWC kernels directly
 and the output comes back channels-last: the same values and shape as eager's, in another memory
 layout. Groups other than 1 and strides other than 1 take v3's path.
+Measured on the H200 (results/h200.md, 113925b): 0.56x vs eager (0.616 ms against 0.342 ms); the
+task's best before was 0.41x.
 """
 import torch
 import torch.nn as nn
