@@ -59,7 +59,8 @@ test: setup
 test-gpu: setup
 	$(PYTHON) -m pytest -q -m gpu tests
 
-# judge SOLUTIONS against TASKS (a level folder, a file, or IDS=1,12,19); ~1 s per solution + builds
+# judge SOLUTIONS (folders or files, comma-separated) against TASKS (a level folder, a file, or
+# IDS=1,12,19); ~1 s per solution + builds
 eval: setup
 	$(PYTHON) evaluate.py --tasks $(TASKS) $(if $(IDS),--ids $(IDS)) --solutions $(SOLUTIONS) \
 		$(if $(GPU),--gpu $(GPU)) --out results/$(or $(GPU),cpu) $(EVAL_FLAGS)
