@@ -6,7 +6,11 @@ splits the cost of our call path into pieces and tries cheaper paths, on ReLU's 
   host     per-call host time of each piece in a hot loop, no synchronize (launches are async)
   judged   the judge's loop: L2 flush, synchronize, clock, call, synchronize, clock, with a fresh
            input each round and the variants in random order; medians minus the floor (x.add_(1))
-  judge    the real judge (evaluate.judge_many) on solution files built from the best paths
+  judge    the real judge (evaluate.judge_many), three workers per solution, for ReLU, Softmax and
+           Sum: the library's file, eager as its own solution (A/A), and `fast` / `drv` entry
+           points that also allocate the next call's output while this call's kernel runs
+           ("+spare"). An earlier run of this file at 93941d8 judged s0, fast and drv without the
+           spare (results/h200-call-path-93941d8.md): drv came closest to eager.
 
 Paths: `lib` is kernels/level1/19_ReLU.py (pybind11 function, stream fetched per call); `s0` the
 same function on the legacy default stream (no stream query); `fast` a raw CPython METH_FASTCALL
@@ -14,7 +18,10 @@ function in the same module (no pybind11 argument casting); `drv` that function 
 cuLaunchKernel with the kernel handle looked up once; `prealloc` writes into one buffer made
 before the loop (a diagnostic, not a legal solution: it shows what allocating the output costs).
 
-    python bench/call_path.py > results/h200-call-path.md      (~1 min plus one build)
+In the judge the spare made every path slower (+5-10 us), though it was the fastest in the bare
+loop; the library's lean variants (e.g. kernels/level1/19_ReLU.v3.py) use drv without it.
+
+    python bench/call_path.py > results/h200-call-path.md      (~2.5 min plus builds)
 """
 import os
 import random
