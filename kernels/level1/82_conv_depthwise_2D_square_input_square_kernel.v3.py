@@ -1,0 +1,206 @@
+"""Shared-memory-tile depthwise 3x3 convolution, lean call path: METH_FASTCALL, one driver launch.
+
+(16, 3, 256, 256) -> (16, 3, 254, 254) fp32 moves 12.6 MB in and 12.4 MB out, ~6 us at the H200's
+~4.3 TB/s, so the judge's clock (one synchronous call) mostly measures the host's way to the GPU.
+82_conv_depthwise_2D_square_input_square_kernel.v2.py, whose kernel this is (a block of 128 x 4
+threads copies its 34 x 130 input tile, halo included, into shared memory, then each thread slides
+down 8 outputs of one column, exact fp32 FMA in the reference's tap order; 768 blocks), measured
+1.45x vs eager (50.5 against 73.1 us, results/h200.md). This version keeps that file's kernel,
+launch shape and fallbacks exactly and trims the host path four ways. (1) forward works out the
+kernel's integers and the output shape once per input shape and keeps those integers on the module
+(never tensors), so a call pays one shape comparison instead of the dim() test, the unpacking and
+the shape arithmetic. (2) It reads the weight and bias from the conv's parameter dict, kept on the
+module (the dict, not the tensors: the pointers are still read every call), instead of six
+nn.Module.__getattr__ lookups, each of which first fails a normal attribute lookup. (3) The entry
+point is a raw CPython METH_FASTCALL function that reads its 13 arguments itself instead of a
+pybind11 call that casts them. (4) It launches through the driver's cuLaunchKernel with the kernel's
+driver handle looked up once, instead of the runtime's <<<>>> (cudaLaunchKernel looks the kernel up
+for the current context on every call). The output is still a fresh tensor and the launch goes to
+the caller's current stream. results/h200-call-path.md measured the pieces on the H200 for ReLU: in
+the judge, each layer removed was worth 1-3 us per call, and the 18 launch-bound tasks' lean
+variants (e.g. 49_Max_reduction_over_a_dimension.v2.py) went from 0.6-0.8x to 0.8-1.3x; this variant
+itself is not measured yet. The handles belong to the first GPU the module ran on: one device per
+process. Other configurations (stride, dilation, kernel size, channel multiplier) run the module's
+Conv2d.
+"""
+import torch
+import torch.nn as nn
+
+import cudal1
+
+CUDA_SRC = r"""
+#include <pybind11/pybind11.h>
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cuda_runtime.h>
+#include <cstdint>
+
+constexpr int TX = 128, TY = 4;  // threads: 128 columns x 4 row groups
+constexpr int RPT = 8;           // output rows per thread
+constexpr int TH = TY * RPT;     // output rows per block (32)
+
+// Stride-1 depthwise conv with zero padding (ph, pw): y[p, oy, ox] = b[c] + sum w[c, kh, kw] *
+// x[p, oy - ph + kh, ox - pw + kw], p = n * C + c. Grid: (N * C, row tiles, column tiles).
+template <int KH, int KW>
+__global__ void __launch_bounds__(TX * TY) dw_conv_smem(const float* __restrict__ x, const float* __restrict__ w,
+                                                        const float* __restrict__ bias, float* __restrict__ y,
+                                                        int C, int H, int W, int Ho, int Wo, int ph, int pw) {
+    constexpr int IR = TH + KH - 1, IC = TX + KW - 1;  // input tile with its halo
+    __shared__ float tile[IR][IC];
+    const int plane = blockIdx.x, c = plane % C;
+    const int oy0 = blockIdx.y * TH, ox0 = blockIdx.z * TX;
+    const float* xp = x + (int64_t)plane * H * W;
+    for (int i = threadIdx.y * TX + threadIdx.x; i < IR * IC; i += TX * TY) {
+        const int r = i / IC, cc = i - r * IC;
+        const int iy = oy0 - ph + r, ix = ox0 - pw + cc;
+        tile[r][cc] = iy >= 0 && iy < H && ix >= 0 && ix < W ? __ldg(xp + (int64_t)iy * W + ix) : 0.f;
+    }
+    float wr[KH][KW];
+    #pragma unroll
+    for (int kh = 0; kh < KH; ++kh)
+        #pragma unroll
+        for (int kw = 0; kw < KW; ++kw) wr[kh][kw] = __ldg(w + (c * KH + kh) * KW + kw);
+    __syncthreads();
+
+    const int col = threadIdx.x, row0 = threadIdx.y * RPT;  // within the tile
+    float acc[RPT];
+    #pragma unroll
+    for (int t = 0; t < RPT; ++t) acc[t] = 0.f;
+    #pragma unroll
+    for (int r = 0; r < RPT + KH - 1; ++r) {  // tile row row0 + r feeds outputs t = r - kh
+        float v[KW];
+        #pragma unroll
+        for (int kw = 0; kw < KW; ++kw) v[kw] = tile[row0 + r][col + kw];
+        #pragma unroll
+        for (int t = 0; t < RPT; ++t) {
+            const int kh = r - t;
+            if (kh >= 0 && kh < KH) {
+                #pragma unroll
+                for (int kw = 0; kw < KW; ++kw) acc[t] = fmaf(wr[kh][kw], v[kw], acc[t]);
+            }
+        }
+    }
+    const int ox = ox0 + col;
+    if (ox >= Wo) return;
+    const float b = bias ? __ldg(bias + c) : 0.f;
+    float* yp = y + (int64_t)plane * Ho * Wo + ox;
+    #pragma unroll
+    for (int t = 0; t < RPT; ++t) {
+        const int oy = oy0 + row0 + t;
+        if (oy < Ho) yp[(int64_t)oy * Wo] = acc[t] + b;
+    }
+}
+
+// The driver's launch function and the kernel's driver handle, looked up on the first launch.
+static PFN_cuLaunchKernel_v4000 cu_launch = nullptr;
+static CUfunction f_conv = nullptr;  // set last: a half-failed look-up is retried, never launched
+
+static bool look_up() {
+    cudaDriverEntryPointQueryResult found;
+    if (cudaGetDriverEntryPointByVersion("cuLaunchKernel", (void**)&cu_launch, 12000,
+                                         cudaEnableDefault, &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess)
+        return false;
+    cudaFunction_t a;
+    if (cudaGetFuncBySymbol(&a, (const void*)dw_conv_smem<3, 3>) != cudaSuccess) return false;
+    f_conv = (CUfunction)a;
+    return true;
+}
+
+// depthwise(x_ptr, w_ptr, bias_ptr, y_ptr, N, C, H, W, KH, KW, ph, pw, stream) -> None; bias_ptr 0
+// means no bias. METH_FASTCALL: Python passes its argument array as is.
+static PyObject* depthwise(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+    if (nargs != 13) {
+        PyErr_SetString(PyExc_TypeError, "depthwise(x_ptr, w_ptr, bias_ptr, y_ptr, N, C, H, W, "
+                                         "KH, KW, ph, pw, stream)");
+        return nullptr;
+    }
+    unsigned long long x = PyLong_AsUnsignedLongLong(args[0]);
+    unsigned long long w = PyLong_AsUnsignedLongLong(args[1]);
+    unsigned long long bias = PyLong_AsUnsignedLongLong(args[2]);
+    unsigned long long y = PyLong_AsUnsignedLongLong(args[3]);
+    int64_t N = PyLong_AsLongLong(args[4]), C = PyLong_AsLongLong(args[5]);
+    int64_t H = PyLong_AsLongLong(args[6]), W = PyLong_AsLongLong(args[7]);
+    int64_t KH = PyLong_AsLongLong(args[8]), KW = PyLong_AsLongLong(args[9]);
+    int64_t ph = PyLong_AsLongLong(args[10]), pw = PyLong_AsLongLong(args[11]);
+    CUstream stream = (CUstream)PyLong_AsVoidPtr(args[12]);
+    if (PyErr_Occurred()) return nullptr;
+    const int64_t Ho = H + 2 * ph - KH + 1, Wo = W + 2 * pw - KW + 1;
+    if (Ho <= 0 || Wo <= 0 || N * C == 0) Py_RETURN_NONE;
+    if (KH != 3 || KW != 3) {
+        PyErr_SetString(PyExc_RuntimeError, "depthwise: only 3x3 kernels are compiled here");
+        return nullptr;
+    }
+    if (!f_conv && !look_up()) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "depthwise: driver entry point or kernel lookup failed");
+        return nullptr;
+    }
+    // dw_conv_smem<3, 3>(const float* x, w, bias, float* y, int C, H, W, Ho, Wo, ph, pw):
+    // the pointers go as 8-byte integers, the sizes narrowed to int as the old <<<>>> call did
+    int n[7] = {(int)C, (int)H, (int)W, (int)Ho, (int)Wo, (int)ph, (int)pw};
+    void* params[] = {&x, &w, &bias, &y, &n[0], &n[1], &n[2], &n[3], &n[4], &n[5], &n[6]};
+    CUresult r = cu_launch(f_conv, (unsigned)(N * C), (unsigned)((Ho + TH - 1) / TH),
+                           (unsigned)((Wo + TX - 1) / TX), TX, TY, 1,
+                           0, stream, params, nullptr);  // no dynamic shared memory, as before
+    if (r != CUDA_SUCCESS) {
+        PyErr_Format(PyExc_RuntimeError, "depthwise: cuLaunchKernel failed (CUresult %d)",
+                     (int)r);
+        return nullptr;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"depthwise", (PyCFunction)(void (*)(void))depthwise, METH_FASTCALL,
+     "stride-1 depthwise conv2d of an NCHW fp32 tensor on raw pointers"},
+};
+
+PYBIND11_MODULE(MODULE_NAME, m) {  // pybind11 only builds the module; the call skips it
+    for (PyMethodDef& d : methods)
+        m.add_object(d.ml_name, pybind11::reinterpret_steal<pybind11::object>(
+                                    PyCFunction_NewEx(&d, nullptr, m.ptr())));
+}
+"""
+
+_ext = cudal1.load_kernel(CUDA_SRC, "cuda")
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_channels: int, kernel_size: int, stride: int = 1, padding: int = 0,
+                 bias: bool = False):
+        super().__init__()
+        self.conv2d = nn.Conv2d(in_channels, in_channels, kernel_size, stride=stride,
+                                padding=padding, groups=in_channels, bias=bias)
+        c = self.conv2d  # the kernel covers stride 1, no dilation, 3x3, zero padding
+        self.fast = (c.stride == (1, 1) and c.dilation == (1, 1) and c.kernel_size == (3, 3)
+                     and isinstance(c.padding, tuple) and c.padding_mode == "zeros")
+        # The conv's parameter dict: the same object for the module's life (load_state_dict, .to()
+        # and assigning a new Parameter all write into it), so forward reads weight and bias from
+        # it without nn.Module.__getattr__; the tensors themselves are looked up every call.
+        self.conv_params = self.conv2d._parameters
+        self.in_shape = None  # the shape that lean, the sizes and out_shape were worked out for
+
+    def plan(self, shape):
+        # the kernel's integers and the output shape for this input shape; not 4-D: Conv2d
+        self.lean = self.fast and len(shape) == 4
+        if self.lean:
+            (self.kh, self.kw), (self.ph, self.pw) = self.conv2d.kernel_size, self.conv2d.padding
+            self.N, self.C, self.H, self.W = shape
+            self.out_shape = (self.N, self.C, self.H + 2 * self.ph - self.kh + 1,
+                              self.W + 2 * self.pw - self.kw + 1)
+        self.in_shape = shape
+
+    def forward(self, x):
+        if x.shape != self.in_shape:  # one comparison per call; replan on a new shape
+            self.plan(x.shape)
+        if not self.lean or x.dtype != torch.float32:
+            return self.conv2d(x)
+        x = x.contiguous()
+        y = x.new_empty(self.out_shape)
+        p = self.conv_params
+        b = p["bias"]
+        _ext.depthwise(x.data_ptr(), p["weight"].data_ptr(), 0 if b is None else b.data_ptr(),
+                       y.data_ptr(), self.N, self.C, self.H, self.W, self.kh, self.kw, self.ph,
+                       self.pw, torch._C._cuda_getCurrentRawStream(x.get_device()))
+        return y
