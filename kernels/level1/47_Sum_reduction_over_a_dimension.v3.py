@@ -16,11 +16,9 @@ integers itself instead of a pybind11 call that casts them. (3) It launches thro
 cuLaunchKernel with the kernel's driver handle looked up once, instead of the runtime's <<<>>>
 (cudaLaunchKernel looks the kernel up for the current context on every call). The output is still a
 fresh tensor and the launch goes to the caller's current stream. results/h200-call-path.md measured
-the pieces on the H200 for ReLU: in the judge, each layer removed was worth 1-3 us per call; this
-variant itself is not measured yet. The handles belong to the first GPU the module ran on: one
-device per process.
-Measured on the H200 (results/h200.md, fbace5e): 0.67x vs eager (29.7 us against 19.9 us); v1 read
-0.67x in the same run.
+the pieces on the H200 for ReLU: in the judge, each layer removed was worth 1-3 us per call. The
+handles belong to the first GPU the module ran on: one device per process. Measured on the H200
+(results/h200.md, fbace5e): 0.67x vs eager (29.7 us against 19.9 us); v1 read 0.67x in the same run.
 """
 import math
 

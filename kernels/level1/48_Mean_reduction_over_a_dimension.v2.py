@@ -16,11 +16,9 @@ casts them. (3) It launches through the driver's cuLaunchKernel with the kernel'
 looked up once (one per instantiation ordered_reduce<1, 2, 4, 8>), instead of the runtime's <<<>>>
 (cudaLaunchKernel looks the kernel up for the current context on every call). The output is still a
 fresh tensor and the launch goes to the caller's current stream. results/h200-call-path.md measured
-the pieces on the H200 for ReLU: in the judge, each layer removed was worth 1-3 us per call; this
-variant itself is not measured yet. The handles belong to the first GPU the module ran on: one
-device per process.
-Measured on the H200 (results/h200.md, fbace5e): 0.84x vs eager (28.1 us against 23.6 us); v1 read
-0.69x in the same run.
+the pieces on the H200 for ReLU: in the judge, each layer removed was worth 1-3 us per call. The
+handles belong to the first GPU the module ran on: one device per process. Measured on the H200
+(results/h200.md, fbace5e): 0.84x vs eager (28.1 us against 23.6 us); v1 read 0.69x in the same run.
 """
 import math
 
