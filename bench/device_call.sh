@@ -27,6 +27,7 @@ for step in "$@"; do
             kernelbench/level1/23_Softmax.py kernelbench/level2/12_Gemm_Multiply_LeakyReLU.py kernelbench/level1/1_Square_matrix_multiplication_.py} 2>&1 | tail -9 ;;
     module-overhead)  # our module's cost per call in the judge, static vs shared CUDA runtime; writes out/cudart
           python3 bench/module_overhead.py > results/h200-module-overhead.md; cat results/h200-module-overhead.md ;;
+    flush-probe) timeout 60 python3 bench/flush_probe.py > results/h200-flush-probe.md 2>&1; cat results/h200-flush-probe.md ;;
     call-path) python3 bench/call_path.py > results/h200-call-path.md 2>results/h200-call-path.err; cat results/h200-call-path.md; tail -5 results/h200-call-path.err ;;
     sample-speed) timeout "${BUDGET:-120}" python3 bench/sample_speed.py > results/h200-sample-speed.md 2>&1; cat results/h200-sample-speed.md ;;
     rl-contrastive|rl-plain)  # one arm of the ablation from out/sft (which must exist), ABLATION_MINUTES long
