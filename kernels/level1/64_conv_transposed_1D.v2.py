@@ -1,12 +1,12 @@
 """Transposed 1-D convolution (64 -> 3 channels), lean call path: one FASTCALL call, one launch.
 
-ConvTranspose1d (16, 64, 128) -> (16, 3, 130) with kernel 3: y[n, o, t] = sum over i < 64 and
-k < 3 of x[n, i, t - k] * w[i, o, k]. That is 6240 outputs of up to 192 multiply-adds (1.2 MFMA),
-524 KB read and 25 KB written: a few microseconds of latency-bound GPU work. Eager runs cuDNN's
-transposed conv (TF32 by default: outside the strict tolerance) behind nn.ConvTranspose1d's long
-host path. One thread gathers y[n, o, t] (t fastest) and, for each valid tap, loops over the 64
-input channels unrolled by 8 in exact fp32 FMA; the kernel is generic in stride, padding, output
-padding, dilation and groups.
+ConvTranspose1d (16, 64, 128) -> (16, 3, 130) with kernel 3: y[n, o, t] = sum over i < 64 and k < 3
+of x[n, i, t - k] * w[i, o, k]. That is 6240 outputs of up to 192 multiply-adds (1.2 MFMA), 524 KB
+read and 25 KB written: a few microseconds of latency-bound GPU work. Eager runs cuDNN's transposed
+conv (TF32 by default: outside the strict tolerance) behind nn.ConvTranspose1d's long host path. One
+thread gathers y[n, o, t] (t fastest) and, for each valid tap, loops over the 64 input channels
+unrolled by 8 in exact fp32 FMA; the kernel is generic in stride, padding, output padding, dilation
+and groups.
 
 This version keeps the kernel, launch shape and fallbacks of 64_conv_transposed_1D.py exactly and
 trims the host path three ways. (1) forward works out the fallback test, the output shape and the
@@ -22,9 +22,10 @@ under a few MB, so the judge's clock (one synchronous call) mostly measures the 
 results/h200-call-path.md measured METH_FASTCALL + cuLaunchKernel against pybind11 + the runtime
 launch on ReLU (each layer removed was worth 1-3 us per call), and the launch-bound tasks' lean
 variants (e.g. 49_Max_reduction_over_a_dimension.v2.py) went from 0.6-0.8x to 0.8-1.3x vs eager, and
-16 small tasks' lean variants read 1.2-1.5x their old file in the same run
-(results/h200-rejudge-lean.md). This variant itself is not measured yet. The handle belongs to the
-first GPU the module ran on: one device per process.
+16 small tasks' lean variants read 1.2-1.5x their old file in the same run (results/h200-rejudge-
+lean.md). The handle belongs to the first GPU the module ran on: one device per process. Measured on
+the H200 (results/h200.md, 5a06f42): 1.73x vs eager (35.1 us against 60.6 us);
+64_conv_transposed_1D.py read 1.53x in the same device call (results/h200-rejudge-lean2.md).
 """
 import torch
 import torch.nn as nn

@@ -1,12 +1,12 @@
 """Dilated transposed 1-D convolution (3 -> 64 channels), lean call path: one FASTCALL, one launch.
 
-ConvTranspose1d (16, 3, 256) -> (16, 64, 268) with kernel 5 and dilation 3:
-y[n, o, t] = sum over i < 3 and k < 5 of x[n, i, t - 3k] * w[i, o, k]. That is 274k outputs of
-up to 15 multiply-adds (4 MFMA), 49 KB read and 1.1 MB written: about a microsecond of GPU work.
-Eager runs cuDNN's transposed conv (TF32 by default: outside the strict tolerance) behind
-nn.ConvTranspose1d's long host path. One thread gathers y[n, o, t] (t fastest), skipping taps
-that fall outside the input, and sums x * w over the 3 input channels in exact fp32 FMA, 1072
-blocks of 256; the kernel is generic in stride, padding, output padding, dilation and groups.
+ConvTranspose1d (16, 3, 256) -> (16, 64, 268) with kernel 5 and dilation 3: y[n, o, t] = sum over i
+< 3 and k < 5 of x[n, i, t - 3k] * w[i, o, k]. That is 274k outputs of up to 15 multiply-adds (4
+MFMA), 49 KB read and 1.1 MB written: about a microsecond of GPU work. Eager runs cuDNN's transposed
+conv (TF32 by default: outside the strict tolerance) behind nn.ConvTranspose1d's long host path. One
+thread gathers y[n, o, t] (t fastest), skipping taps that fall outside the input, and sums x * w
+over the 3 input channels in exact fp32 FMA, 1072 blocks of 256; the kernel is generic in stride,
+padding, output padding, dilation and groups.
 
 This version keeps the kernel, launch shape and fallbacks of 74_conv_transposed_1D_dilated.py
 exactly and trims the host path three ways. (1) forward works out the fallback test, the output
@@ -23,8 +23,10 @@ path: results/h200-call-path.md measured METH_FASTCALL + cuLaunchKernel against 
 runtime launch on ReLU (each layer removed was worth 1-3 us per call), and the launch-bound tasks'
 lean variants (e.g. 49_Max_reduction_over_a_dimension.v2.py) went from 0.6-0.8x to 0.8-1.3x vs
 eager, and 16 small tasks' lean variants read 1.2-1.5x their old file in the same run
-(results/h200-rejudge-lean.md). This variant itself is not measured yet. The handle belongs to the
-first GPU the module ran on: one device per process.
+(results/h200-rejudge-lean.md). The handle belongs to the first GPU the module ran on: one device
+per process. Measured on the H200 (results/h200.md, 5a06f42): 3.18x vs eager (38.0 us against 0.121
+ms); 74_conv_transposed_1D_dilated.py read 2.52x in the same device call (results/h200-rejudge-
+lean2.md).
 """
 import torch
 import torch.nn as nn

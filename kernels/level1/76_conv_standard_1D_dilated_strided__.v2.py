@@ -1,11 +1,11 @@
 """Strided, dilated 1-D convolution, lean call path: one METH_FASTCALL function, one driver launch.
 
-(16, 3, 256) -> (16, 64, 83) with kernel 3, stride 3, dilation 4 is 85k outputs of 9
-multiply-adds each (0.8 MFMA) with 49 KB read and 340 KB written: a microsecond of GPU work at
-most. What eager pays is nn.Conv1d's host path (parameter checks, the cuDNN descriptor and plan
-set-up) and a GEMM-shaped kernel for a tiny problem (TF32 by default: outside the strict
-tolerance). One thread computes y[n, o, t] (t fastest) from x[n, i, 3t + 4k] and the weights in
-exact fp32 FMA, 333 blocks of 256; the kernel is generic in stride, padding, dilation and groups.
+(16, 3, 256) -> (16, 64, 83) with kernel 3, stride 3, dilation 4 is 85k outputs of 9 multiply-adds
+each (0.8 MFMA) with 49 KB read and 340 KB written: a microsecond of GPU work at most. What eager
+pays is nn.Conv1d's host path (parameter checks, the cuDNN descriptor and plan set-up) and a GEMM-
+shaped kernel for a tiny problem (TF32 by default: outside the strict tolerance). One thread
+computes y[n, o, t] (t fastest) from x[n, i, 3t + 4k] and the weights in exact fp32 FMA, 333 blocks
+of 256; the kernel is generic in stride, padding, dilation and groups.
 
 This version keeps the kernel, launch shape and fallbacks of
 76_conv_standard_1D_dilated_strided__.py exactly and trims the host path three ways. (1) forward
@@ -22,8 +22,10 @@ call) mostly measures the host path: results/h200-call-path.md measured METH_FAS
 cuLaunchKernel against pybind11 + the runtime launch on ReLU (each layer removed was worth 1-3 us
 per call), and the launch-bound tasks' lean variants (e.g. 49_Max_reduction_over_a_dimension.v2.py)
 went from 0.6-0.8x to 0.8-1.3x vs eager, and 16 small tasks' lean variants read 1.2-1.5x their old
-file in the same run (results/h200-rejudge-lean.md). This variant itself is not measured yet. The
-handle belongs to the first GPU the module ran on: one device per process.
+file in the same run (results/h200-rejudge-lean.md). The handle belongs to the first GPU the module
+ran on: one device per process. Measured on the H200 (results/h200.md, 5a06f42): 1.92x vs eager
+(24.4 us against 46.9 us); 76_conv_standard_1D_dilated_strided__.py read 1.62x in the same device
+call (results/h200-rejudge-lean2.md).
 """
 import torch
 import torch.nn as nn

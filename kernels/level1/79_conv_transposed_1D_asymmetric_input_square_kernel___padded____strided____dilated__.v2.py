@@ -1,13 +1,13 @@
 """Strided, dilated transposed 1-D convolution, lean call path: one METH_FASTCALL call, one launch.
 
 ConvTranspose1d (16, 32, 128) -> (16, 64, 257) with kernel 3, stride 2, padding 1, dilation 2:
-output t receives x[n, i, j] * w[i, o, k] wherever t = 2j - 1 + 2k, so only odd t have taps
-(up to 3 taps x 32 channels = 96 multiply-adds) and every even t is exactly 0 (plus bias). That is
-~6 MFMA, 262 KB read and 1 MB written -- a couple of microseconds of GPU work at most. Eager runs
-cuDNN's transposed conv (TF32 by default: outside the strict tolerance) behind
-nn.ConvTranspose1d's long host path. One thread gathers y[n, o, t] (t fastest) by solving
-j = (t + pad - k*dil) / stride for each tap and sums x * w over the input channels in exact fp32
-FMA; the kernel is generic in stride, padding, output padding, dilation and groups.
+output t receives x[n, i, j] * w[i, o, k] wherever t = 2j - 1 + 2k, so only odd t have taps (up to 3
+taps x 32 channels = 96 multiply-adds) and every even t is exactly 0 (plus bias). That is ~6 MFMA,
+262 KB read and 1 MB written -- a couple of microseconds of GPU work at most. Eager runs cuDNN's
+transposed conv (TF32 by default: outside the strict tolerance) behind nn.ConvTranspose1d's long
+host path. One thread gathers y[n, o, t] (t fastest) by solving j = (t + pad - k*dil) / stride for
+each tap and sums x * w over the input channels in exact fp32 FMA; the kernel is generic in stride,
+padding, output padding, dilation and groups.
 
 This version keeps the kernel, launch shape and fallbacks of
 79_conv_transposed_1D_asymmetric_input_square_kernel___padded____strided____dilated__.py exactly and
@@ -24,9 +24,11 @@ under a few MB, so the judge's clock (one synchronous call) mostly measures the 
 results/h200-call-path.md measured METH_FASTCALL + cuLaunchKernel against pybind11 + the runtime
 launch on ReLU (each layer removed was worth 1-3 us per call), and the launch-bound tasks' lean
 variants (e.g. 49_Max_reduction_over_a_dimension.v2.py) went from 0.6-0.8x to 0.8-1.3x vs eager, and
-16 small tasks' lean variants read 1.2-1.5x their old file in the same run
-(results/h200-rejudge-lean.md). This variant itself is not measured yet. The handle belongs to the
-first GPU the module ran on: one device per process.
+16 small tasks' lean variants read 1.2-1.5x their old file in the same run (results/h200-rejudge-
+lean.md). The handle belongs to the first GPU the module ran on: one device per process. Measured on
+the H200 (results/h200.md, 5a06f42): 1.38x vs eager (44.0 us against 60.5 us);
+79_conv_transposed_1D_asymmetric_input_square_kernel___padded____strided____dilated__.py read 1.05x
+in the same device call (results/h200-rejudge-lean2.md).
 """
 import torch
 import torch.nn as nn
