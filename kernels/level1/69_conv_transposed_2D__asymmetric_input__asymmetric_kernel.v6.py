@@ -110,14 +110,13 @@ class ModelNew(nn.Module):
         c = self.conv_transpose2d
         pad = [d * (k - 1) - p for d, k, p in zip(c.dilation, c.kernel_size, c.padding)]
         plain = all(s == 1 for s in c.stride) and min(pad) >= 0 and c.groups == 1  # a forward conv
-        if not (plain and x.is_cuda and x.dtype == torch.float32):
+        # v3's path where the kernel does not apply; under autograd too (it cannot see through it)
+        if not (plain and x.is_cuda and x.dtype == torch.float32) or torch.is_grad_enabled():
             return self.v3(x, c, pad)
         key = (c.weight._version, c.weight.data_ptr())
-        if torch.is_grad_enabled() or key != self.w3_key:
+        if key != self.w3_key:
             wh, wl = split_tf32(forward_weight(c.weight, 1))
             w3 = torch.cat((wh, wl, wh), 1).contiguous(memory_format=torch.channels_last)  # (C_out, 3 C_in, *k)
-            if torch.is_grad_enabled():  # autograd cannot see through the split kernel: v3's path
-                return self.v3(x, c, pad)
             self.w3, self.w3_key = w3, key
         x = x.contiguous()
         n, ch = x.shape[:2]
@@ -130,8 +129,8 @@ class ModelNew(nn.Module):
         """v3's path: the split with PyTorch ops in NCHW (any groups; stride 1 as a forward conv)."""
         xh, xl = split_tf32(x)
         x3 = cat3(xh, xh, xl, c.groups, 1)
-        wh, wl = split_tf32(c.weight)
         if any(s != 1 for s in c.stride) or min(pad) < 0:
+            wh, wl = split_tf32(c.weight)
             return F.conv_transpose2d(x3, cat3(wh, wl, wh, c.groups, 0), c.bias, c.stride, c.padding,
                                       c.output_padding, c.groups, c.dilation)
         wh, wl = split_tf32(forward_weight(c.weight, c.groups))
