@@ -27,11 +27,10 @@ tail -n 3 "$OUT/g0.log" "$OUT/g1.log"
 python3 - <<'EOF'
 import json
 judged = {json.loads(line)["task"] for line in open("results/h200.jsonl")}
-keep = [line for line in open("results/h200-baseline.jsonl")
-        if json.loads(line)["task"] in judged and json.loads(line).get("solution") is None
-        and json.loads(line).get("compile_ms")]
+base = [json.loads(line) for line in open("results/h200-baseline.jsonl")]
+keep = [r for r in base if r["task"] in judged and r.get("solution") is None and r.get("compile_ms")]
 with open("results/h200.jsonl", "a") as f:
-    f.writelines(keep)
+    f.writelines(json.dumps(r) + "\n" for r in keep)
 print(f"{len(keep)} reference-only baseline records appended for {len(judged)} judged tasks")
 EOF
 python3 evaluate.py --report-only --out results/h200
