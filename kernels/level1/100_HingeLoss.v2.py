@@ -3,27 +3,26 @@
 The (128, 1) inputs are 1 KB, so the whole call is overhead: one 256-thread block (32 of its threads
 load one float4 of each input) sums max(1 - p t, 0), reduces and writes the mean, and the judge's
 clock (one synchronous call) measures the host's way to the GPU and one launch. This version keeps
-100_HingeLoss.py's kernel byte for byte (`v < 0 ? 0 : v` keeps NaN as torch.clamp does; for large
-inputs many blocks with 128-bit loads and a last-block ticket, deterministic, no second launch), its
-launch configuration (256 threads, 1..1024 blocks, the float4 path when both pointers are 16-byte
-aligned, else the scalar path in the same kernel) and its fallback (different shapes or empty inputs
-go to the torch expression), and trims the host path three ways. (1) forward keeps the element count
-of the last input shape on the module (an integer, never a tensor) instead of asking numel() twice
-per call; a call compares each input's shape with the cached one, which is the old shape test. (2)
-The entry point is a raw CPython METH_FASTCALL function that reads its five arguments itself instead
-of a pybind11 call that casts them. (3) It launches through the driver's cuLaunchKernel with the
-kernel's driver handle looked up once, instead of the runtime's <<<>>> (cudaLaunchKernel looks the
-kernel up for the current context on every call) and cudaGetLastError. The output is still a fresh
-0-dim tensor (now p.new_empty(()), the input's dtype: fp32 as before for the fp32 inputs the kernel
-reads) and the launch goes to the caller's current stream. results/h200-call-path.md measured these
-pieces on the H200 for ReLU (each layer removed was worth 1-3 us per call in the judge); the 18
-launch-bound tasks' lean variants (e.g. 49_Max_reduction_over_a_dimension.v2.py) went from 0.6-0.8x
-to 0.8-1.3x vs eager, and 16 small tasks' lean variants read 1.2-1.5x their old file in the same run
-(results/h200-rejudge-lean.md). The per-block partials live in module-global device memory, so two
-calls must not run at the same time on different streams. The handles belong to the first GPU the
-module ran on: one device per process. Measured on the H200 (results/h200.md, 5a06f42): 2.79x vs
-eager (21.9 us against 61.2 us); 100_HingeLoss.py read 1.93x in the same device call
-(results/h200-rejudge-lean2.md).
+the pybind11 version's kernel byte for byte (`v < 0 ? 0 : v` keeps NaN as torch.clamp does; for
+large inputs many blocks with 128-bit loads and a last-block ticket, deterministic, no second
+launch), its launch configuration (256 threads, 1..1024 blocks, the float4 path when both pointers
+are 16-byte aligned, else the scalar path in the same kernel) and its fallback (different shapes or
+empty inputs go to the torch expression), and trims the host path three ways. (1) forward keeps the
+element count of the last input shape on the module (an integer, never a tensor) instead of asking
+numel() twice per call; a call compares each input's shape with the cached one, which is the old
+shape test. (2) The entry point is a raw CPython METH_FASTCALL function that reads its five
+arguments itself instead of a pybind11 call that casts them. (3) It launches through the driver's
+cuLaunchKernel with the kernel's driver handle looked up once, instead of the runtime's <<<>>>
+(cudaLaunchKernel looks the kernel up for the current context on every call) and cudaGetLastError.
+The output is still a fresh 0-dim tensor (now p.new_empty(()), the input's dtype: fp32 as before for
+the fp32 inputs the kernel reads) and the launch goes to the caller's current stream. Measured piece
+by piece on the H200 for ReLU, each layer removed was worth 1-3 us per call in the judge; the 18
+launch-bound tasks' lean versions (max over a dimension among them) went from 0.6-0.8x to 0.8-1.3x
+vs eager, and on 16 small tasks the lean version read 1.2-1.5x against the pybind11 one in the same
+run. The per-block partials live in module-global device memory, so two calls must not run at the
+same time on different streams. The handles belong to the first GPU the module ran on: one device
+per process. Measured on the H200: 2.79x vs eager (21.9 us against 61.2 us); the pybind11 version of
+this kernel read 1.93x in the same run.
 """
 import torch
 import torch.nn as nn

@@ -2,16 +2,17 @@
 
 The (16, 16384) fp32 input is 1 MB, so the kernel runs for a few microseconds and the judge's clock
 (one synchronous call) mostly measures the host's way to the GPU. Eager pays for argument parsing,
-the dispatcher and TensorIterator before one launch; v1 pays for torch.empty_like, a pybind11 call
-that casts four integers, and the CUDA runtime's launch (cudaLaunchKernel looks the kernel up for
-the current context on every call). This version keeps v1's float4 kernel and removes two layers:
-the entry point is a raw CPython METH_FASTCALL function that reads its four integers itself, and it
-launches through the driver's cuLaunchKernel with the kernel's driver handle looked up once. The
-output is still a fresh torch.empty_like and the launch goes to the caller's current stream.
-results/h200-call-path.md measured the pieces on the H200: in the judge, each layer removed was worth
-1-3 us per call. The handles belong to the first GPU the module ran on: one device per process.
-Measured on the H200 (results/h200.md, fbace5e): 0.97x vs eager (29.8 us against 28.9 us); v1 read
-0.85x in the same run.
+the dispatcher and TensorIterator before one launch; the pybind11 version pays for torch.empty_like,
+a pybind11 call that casts four integers, and the CUDA runtime's launch (cudaLaunchKernel looks the
+kernel up for the current context on every call). This version keeps the pybind11 version's float4
+kernel and removes two layers: the entry point is a raw CPython METH_FASTCALL function that reads
+its four integers itself, and it launches through the driver's cuLaunchKernel with the kernel's
+driver handle looked up once. The output is still a fresh torch.empty_like and the launch goes to
+the caller's current stream. Measured piece by piece on the H200, each layer removed was worth 1-3
+us per call in the judge. The handles belong to the first GPU the module ran on: one device per
+process.
+Measured on the H200: 0.97x vs eager (29.8 us against 28.9 us); the pybind11 version read 0.85x in
+the same run.
 """
 import torch
 import torch.nn as nn

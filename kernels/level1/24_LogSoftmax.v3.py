@@ -1,22 +1,22 @@
 """LogSoftmax over rows (row in registers of one 1024-thread block) behind a lean call path.
 
 The (16, 16384) fp32 input is 1 MB in, 1 MB out, so the kernel runs for a few microseconds and the
-judge's clock (one synchronous call) mostly measures the host's way to the GPU. v2 (the faster of
-the two CUDA variants in results/h200.md, and a plain launch where v1 needs a cluster launch) pays
-for a pybind11 call that casts five integers and for the CUDA runtime's launch (the <<<>>> launch
-looks the kernel up for the current context on every call). This version keeps v2's kernel as it
-is -- one block per row, each thread holding ITEMS float4 of the row in registers, row max and then
-sum of exp(x - max) by warp-shuffle + shared-memory reductions, (x - max) - log(sum) written with
-128-bit stores, torch's epilogue -- and v2's host logic (the same ITEMS choice, grid of one block
-per row, and `False` for rows not a multiple of 4, longer than 32768 or misaligned, so Python falls
-back to torch.log_softmax), and removes two layers: the entry point is a raw CPython METH_FASTCALL
-function that reads its five integers itself, and it launches through the driver's cuLaunchKernel
-with the four instantiations' driver handles looked up once. The output is still a fresh
-torch.empty_like and the launch goes to the caller's current stream. results/h200-call-path.md
-measured the pieces on the H200: in the judge, each layer removed was worth 1-3 us per call. The
-handles belong to the first GPU the module ran on: one device per process.
-Measured on the H200 (results/h200.md, fbace5e): 0.65x vs eager (19.8 us against 12.9 us); v1 read
-0.47x in the same run.
+judge's clock (one synchronous call) mostly measures the host's way to the GPU. The faster of the
+two pybind11 versions (one block per row: a plain launch, where the other splits each row over a
+cluster) pays for a pybind11 call that casts five integers and for the CUDA runtime's launch (the
+<<<>>> launch looks the kernel up for the current context on every call). This version keeps that
+kernel as it is -- one block per row, each thread holding ITEMS float4 of the row in registers, row
+max and then sum of exp(x - max) by warp-shuffle + shared-memory reductions, (x - max) - log(sum)
+written with 128-bit stores, torch's epilogue -- and its host logic (the same ITEMS choice, grid of
+one block per row, and `False` for rows not a multiple of 4, longer than 32768 or misaligned, so
+Python falls back to torch.log_softmax), and removes two layers: the entry point is a raw CPython
+METH_FASTCALL function that reads its five integers itself, and it launches through the driver's
+cuLaunchKernel with the four instantiations' driver handles looked up once. The output is still a
+fresh torch.empty_like and the launch goes to the caller's current stream. Measured piece by piece
+on the H200, each layer removed was worth 1-3 us per call in the judge. The handles belong to the
+first GPU the module ran on: one device per process.
+Measured on the H200: 0.65x vs eager (19.8 us against 12.9 us); the cluster version read 0.47x in
+the same run.
 """
 import torch
 import torch.nn as nn

@@ -1,20 +1,20 @@
-"""Softplus (beta 1, threshold 20) behind a lean call path: one METH_FASTCALL function, one driver launch.
+"""Softplus (beta 1, threshold 20), lean call path: one METH_FASTCALL function, one driver launch.
 
 The (16, 16384) fp32 input is 1 MB in, 1 MB out, so the kernel runs for a few microseconds and the
-judge's clock (one synchronous call) mostly measures the host's way to the GPU. v1 pays for a
-pybind11 call that casts four integers and for the CUDA runtime's launch (cudaLaunchKernel looks
-the kernel up for the current context on every call). This version keeps v1's kernels as they are
-(one float4 per thread, x > 20 ? x : log1pf(expf(x)) -- torch's formula with its default beta and
-threshold, with the accurate libdevice expf and log1pf) and v1's launch shape (256 threads, at most
-8192 blocks, the float4 path only when n % 4 == 0 and both pointers are 16-byte aligned), and
-removes two layers: the entry point is a raw CPython METH_FASTCALL function that reads its four
-integers itself, and it launches through the driver's cuLaunchKernel with each kernel's driver
-handle looked up once. The output is still a fresh torch.empty_like and the launch goes to the
-caller's current stream. results/h200-call-path.md measured the pieces on the H200: in the judge,
-each layer removed was worth 1-3 us per call. The handles belong to the first GPU the module ran
-on: one device per process.
-Measured on the H200 (results/h200.md, fbace5e): 0.65x vs eager (18.6 us against 12.0 us); v1 read
-0.61x in the same run.
+judge's clock (one synchronous call) mostly measures the host's way to the GPU. The pybind11 version
+pays for a pybind11 call that casts four integers and for the CUDA runtime's launch
+(cudaLaunchKernel looks the kernel up for the current context on every call). This version keeps the
+pybind11 version's kernels as they are (one float4 per thread, x > 20 ? x : log1pf(expf(x)) --
+torch's formula with its default beta and threshold, with the accurate libdevice expf and log1pf)
+and its launch shape (256 threads, at most 8192 blocks, the float4 path only when n % 4 == 0 and
+both pointers are 16-byte aligned), and removes two layers: the entry point is a raw CPython
+METH_FASTCALL function that reads its four integers itself, and it launches through the driver's
+cuLaunchKernel with each kernel's driver handle looked up once. The output is still a fresh
+torch.empty_like and the launch goes to the caller's current stream. Measured piece by piece on the
+H200, each layer removed was worth 1-3 us per call in the judge. The handles belong to the first GPU
+the module ran on: one device per process.
+Measured on the H200: 0.65x vs eager (18.6 us against 12.0 us); the pybind11 version read 0.61x in
+the same run.
 """
 import torch
 import torch.nn as nn

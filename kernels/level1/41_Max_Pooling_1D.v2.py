@@ -2,26 +2,26 @@
 
 The input is (16, 64, 128) fp32 (512 KB) and the output (16, 64, 62): a few microseconds of GPU
 work, so the judge's clock (one synchronous call) mostly measures the host's way to the GPU. The
-CUDA variant this one is derived from (41_Max_Pooling_1D.py) measured 0.91x vs eager (36.7 against
-33.5 us, results/h200.md), a tie within the judge's noise on launch-bound tasks. This version keeps
-that file's kernels (one thread per output, w fastest, the 4 dilated taps fully unrolled for an all-
-inside window, bounds checks only at the borders where padding acts as -inf, a NaN-propagating max,
-so values are bit-identical to torch's), its choice among the four instantiations, its launch shape
-and its fallbacks exactly, and trims the host path three ways. (1) forward works out the kernel's 19
-size arguments and the output shape once per input shape and keeps those integers on the module
-(never tensors), so a call pays one shape comparison instead of a dict look-up and the planes
-product; the output comes from x.new_empty. (2) The entry point is a raw CPython METH_FASTCALL
-function that reads its integers itself instead of a pybind11 call that casts 22 arguments. (3) It
-launches through the driver's cuLaunchKernel with the kernels' driver handles looked up once,
-instead of the runtime's <<<>>> (cudaLaunchKernel looks the kernel up for the current context on
-every call). The launch goes to the caller's current stream. results/h200-call-path.md measured the
-pieces on the H200 for ReLU: in the judge, each layer removed was worth 1-3 us per call, and the
-lean variants of the launch-bound reductions (e.g. 49_Max_reduction_over_a_dimension.v2.py) went
-from 0.6-0.8x to 0.8-1.3x. The pool's settings (window, stride, padding, dilation, ceil_mode,
-return_indices) are read at construction or once per input shape. The handles belong to the first
-GPU the module ran on: one device per process. return_indices=True uses nn.MaxPool1d itself.
-Measured on the H200 (results/h200.md, bc042b9): 1.21x vs eager (19.2 us against 23.1 us);
-41_Max_Pooling_1D.py read 1.12x in the same device call (results/h200-rejudge-lean.md).
+pybind11 version of this kernel measured 0.91x vs eager (36.7 against 33.5 us), a tie within the
+judge's noise on launch-bound tasks. This version keeps that version's kernels (one thread per
+output, w fastest, the 4 dilated taps fully unrolled for an all-inside window, bounds checks only at
+the borders where padding acts as -inf, a NaN-propagating max, so values are bit-identical to
+torch's), its choice among the four instantiations, its launch shape and its fallbacks exactly, and
+trims the host path three ways. (1) forward works out the kernel's 19 size arguments and the output
+shape once per input shape and keeps those integers on the module (never tensors), so a call pays
+one shape comparison instead of a dict look-up and the planes product; the output comes from
+x.new_empty. (2) The entry point is a raw CPython METH_FASTCALL function that reads its integers
+itself instead of a pybind11 call that casts 22 arguments. (3) It launches through the driver's
+cuLaunchKernel with the kernels' driver handles looked up once, instead of the runtime's <<<>>>
+(cudaLaunchKernel looks the kernel up for the current context on every call). The launch goes to the
+caller's current stream. Measured piece by piece on the H200 for ReLU, each layer removed was worth
+1-3 us per call in the judge, and the lean versions of the launch-bound reductions (max over a
+dimension among them) went from 0.6-0.8x to 0.8-1.3x. The pool's settings (window, stride, padding,
+dilation, ceil_mode, return_indices) are read at construction or once per input shape. The handles
+belong to the first GPU the module ran on: one device per process. return_indices=True uses
+nn.MaxPool1d itself.
+Measured on the H200: 1.21x vs eager (19.2 us against 23.1 us); the pybind11 version of this kernel
+read 1.12x in the same run.
 """
 import torch
 import torch.nn as nn

@@ -1,29 +1,28 @@
 """MaxPool2d without the index tensor, lean call path: METH_FASTCALL entry, one driver launch.
 
-The input is (16, 32, 128, 128) fp32 (32 MB) and the output (16, 32, 64, 64) (8 MB). The CUDA
-variant this one is derived from (42_Max_Pooling_2D.py) skips the int64 index tensor that eager's
-max_pool2d_with_indices writes and nobody reads, yet measured 0.85x vs eager (68.6 against 58.3 us,
-results/h200.md): neither call is near the bandwidth floor (41.9 MB moved at 13-15% of peak), and
-the cause is unexplained. Part of the judge's clock (one synchronous call) is the host's way to the
-GPU, which this version trims. It keeps that file's kernels (one thread per output, w fastest, the
-2x2 dilated window as four loads at constant offsets for an all-inside window, bounds checks only at
-the borders where padding acts as -inf, a NaN-propagating max, so values are bit-identical to
-torch's), its choice among the three instantiations, its launch shape and its fallbacks exactly, and
-changes three things. (1) forward works out the kernel's 19 size arguments and the output shape once
-per input shape and keeps those integers on the module (never tensors), so a call pays one shape
-comparison instead of a dict look-up and the planes product; the output comes from x.new_empty. (2)
-The entry point is a raw CPython METH_FASTCALL function that reads its integers itself instead of a
-pybind11 call that casts 22 arguments. (3) It launches through the driver's cuLaunchKernel with the
-kernels' driver handles looked up once, instead of the runtime's <<<>>> (cudaLaunchKernel looks the
-kernel up for the current context on every call). The launch goes to the caller's current stream.
-results/h200-call-path.md measured the pieces on the H200 for ReLU: in the judge, each layer removed
-was worth 1-3 us per call, and the lean variants of the launch-bound reductions (e.g.
-49_Max_reduction_over_a_dimension.v2.py) went from 0.6-0.8x to 0.8-1.3x; with 40 MB moved the
-kernel's own time is a larger share here than on those tasks. The pool's settings (window, stride,
-padding, dilation, ceil_mode, return_indices) are read at construction or once per input shape. The
-handles belong to the first GPU the module ran on: one device per process. Measured on the H200
-(results/h200.md, bc042b9): 0.94x vs eager (44.7 us against 41.9 us); 42_Max_Pooling_2D.py read
-0.82x in the same device call (results/h200-rejudge-lean.md).
+The input is (16, 32, 128, 128) fp32 (32 MB) and the output (16, 32, 64, 64) (8 MB). The pybind11
+version of this kernel skips the int64 index tensor that eager's max_pool2d_with_indices writes and
+nobody reads, yet measured 0.85x vs eager (68.6 against 58.3 us): neither call is near the bandwidth
+floor (41.9 MB moved at 13-15% of peak), and the cause is unexplained. Part of the judge's clock
+(one synchronous call) is the host's way to the GPU, which this version trims. It keeps that
+version's kernels (one thread per output, w fastest, the 2x2 dilated window as four loads at
+constant offsets for an all-inside window, bounds checks only at the borders where padding acts as
+-inf, a NaN-propagating max, so values are bit-identical to torch's), its choice among the three
+instantiations, its launch shape and its fallbacks exactly, and changes three things. (1) forward
+works out the kernel's 19 size arguments and the output shape once per input shape and keeps those
+integers on the module (never tensors), so a call pays one shape comparison instead of a dict
+look-up and the planes product; the output comes from x.new_empty. (2) The entry point is a raw
+CPython METH_FASTCALL function that reads its integers itself instead of a pybind11 call that casts
+22 arguments. (3) It launches through the driver's cuLaunchKernel with the kernels' driver handles
+looked up once, instead of the runtime's <<<>>> (cudaLaunchKernel looks the kernel up for the
+current context on every call). The launch goes to the caller's current stream. Measured piece by
+piece on the H200 for ReLU, each layer removed was worth 1-3 us per call in the judge, and the lean
+versions of the launch-bound reductions (max over a dimension among them) went from 0.6-0.8x to
+0.8-1.3x; with 40 MB moved the kernel's own time is a larger share here than on those tasks. The
+pool's settings (window, stride, padding, dilation, ceil_mode, return_indices) are read at
+construction or once per input shape. The handles belong to the first GPU the module ran on: one
+device per process. Measured on the H200: 0.94x vs eager (44.7 us against 41.9 us); the pybind11
+version of this kernel read 0.82x in the same run.
 """
 import torch
 import torch.nn as nn

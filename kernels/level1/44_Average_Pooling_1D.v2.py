@@ -1,27 +1,26 @@
 """AvgPool1d, lean call path: one METH_FASTCALL function, one driver launch.
 
 The input is (16, 32, 128) fp32 (256 KB) and the output (16, 32, 64): microseconds of GPU work, so
-the judge's clock (one synchronous call) mostly measures the host's way to the GPU. The CUDA variant
-this one is derived from (44_Average_Pooling_1D.py) measured 0.96x vs eager (66.4 against 63.9 us,
-results/h200.md), a tie within the judge's noise on launch-bound tasks. This version keeps that
-file's kernels (one thread per output, w fastest, the 4 taps unrolled for an all-inside window,
-torch's clipping rules for the sum and the count_include_pad divisor at the borders, and torch's
-summation order, so the result is bit-identical), its choice among the four instantiations, its
-launch shape and its fallbacks exactly, and trims the host path three ways. (1) forward works out
-the kernel's 20 size arguments and the output shape once per input shape and keeps those integers on
-the module (never tensors), so a call pays one shape comparison instead of a dict look-up, the
-planes product and reading count_include_pad; the output comes from x.new_empty. (2) The entry point
-is a raw CPython METH_FASTCALL function that reads its integers itself instead of a pybind11 call
-that casts 23 arguments. (3) It launches through the driver's cuLaunchKernel with the kernels'
-driver handles looked up once, instead of the runtime's <<<>>> (cudaLaunchKernel looks the kernel up
-for the current context on every call). The launch goes to the caller's current stream.
-results/h200-call-path.md measured the pieces on the H200 for ReLU: in the judge, each layer removed
-was worth 1-3 us per call, and the lean variants of the launch-bound reductions (e.g.
-49_Max_reduction_over_a_dimension.v2.py) went from 0.6-0.8x to 0.8-1.3x. The pool's settings
-(window, stride, padding, ceil_mode, count_include_pad) are read at construction or once per input
-shape. The handles belong to the first GPU the module ran on: one device per process. Measured on
-the H200 (results/h200.md, bc042b9): 1.14x vs eager (23.3 us against 26.5 us);
-44_Average_Pooling_1D.py read 0.66x in the same device call (results/h200-rejudge-lean.md).
+the judge's clock (one synchronous call) mostly measures the host's way to the GPU. The pybind11
+version of this kernel measured 0.96x vs eager (66.4 against 63.9 us), a tie within the judge's
+noise on launch-bound tasks. This version keeps that version's kernels (one thread per output, w
+fastest, the 4 taps unrolled for an all-inside window, torch's clipping rules for the sum and the
+count_include_pad divisor at the borders, and torch's summation order, so the result is
+bit-identical), its choice among the four instantiations, its launch shape and its fallbacks
+exactly, and trims the host path three ways. (1) forward works out the kernel's 20 size arguments
+and the output shape once per input shape and keeps those integers on the module (never tensors), so
+a call pays one shape comparison instead of a dict look-up, the planes product and reading
+count_include_pad; the output comes from x.new_empty. (2) The entry point is a raw CPython
+METH_FASTCALL function that reads its integers itself instead of a pybind11 call that casts 23
+arguments. (3) It launches through the driver's cuLaunchKernel with the kernels' driver handles
+looked up once, instead of the runtime's <<<>>> (cudaLaunchKernel looks the kernel up for the
+current context on every call). The launch goes to the caller's current stream. Measured piece by
+piece on the H200 for ReLU, each layer removed was worth 1-3 us per call in the judge, and the lean
+versions of the launch-bound reductions (max over a dimension among them) went from 0.6-0.8x to
+0.8-1.3x. The pool's settings (window, stride, padding, ceil_mode, count_include_pad) are read at
+construction or once per input shape. The handles belong to the first GPU the module ran on: one
+device per process. Measured on the H200: 1.14x vs eager (23.3 us against 26.5 us); the pybind11
+version of this kernel read 0.66x in the same run.
 """
 import torch
 import torch.nn as nn

@@ -2,28 +2,27 @@
 
 The input is (16, 64, 256, 256) fp32 (268 MB) and the output (16, 64, 85, 85) (30 MB); the windows
 do not overlap, so the op is bound by memory bandwidth (~70 us floor). This version keeps the
-kernels of 45_Average_Pooling_2D.py exactly (four neighbouring outputs per thread from aligned
-128-bit window loads, summed in torch's order, so results are bit-identical; the generic one-thread-
-per-output kernel for other shapes), its choice among the four instantiations, its launch shapes and
-its fallbacks, and trims the host path three ways. (1) forward works out the kernel's size arguments
-and the output shape once per input shape and keeps those integers on the module (never tensors), so
-a call pays one shape comparison instead of a dict look-up, the planes product and reads of the
-pool's settings; the output comes from x.new_empty. (2) The entry point is a raw CPython
-METH_FASTCALL function that reads its integers itself instead of a pybind11 call that casts 23
-arguments. (3) It launches through the driver's cuLaunchKernel with the kernels' driver handles
+kernels of the pybind11 version exactly (four neighbouring outputs per thread from aligned 128-bit
+window loads, summed in torch's order, so results are bit-identical; the generic
+one-thread-per-output kernel for other shapes), its choice among the four instantiations, its launch
+shapes and its fallbacks, and trims the host path three ways. (1) forward works out the kernel's
+size arguments and the output shape once per input shape and keeps those integers on the module
+(never tensors), so a call pays one shape comparison instead of a dict look-up, the planes product
+and reads of the pool's settings; the output comes from x.new_empty. (2) The entry point is a raw
+CPython METH_FASTCALL function that reads its integers itself instead of a pybind11 call that casts
+23 arguments. (3) It launches through the driver's cuLaunchKernel with the kernels' driver handles
 looked up once, instead of the runtime's <<<>>> (cudaLaunchKernel looks the kernel up for the
 current context on every call). The launch goes to the caller's current stream. Why it should cost
-less: the judge's clock (one synchronous call) includes the host path; results/h200-call-path.md
-measured the pieces on the H200 for ReLU (each layer removed was worth 1-3 us per call in the
-judge), the lean variants of the launch-bound reductions (e.g.
-49_Max_reduction_over_a_dimension.v2.py) went from 0.6-0.8x to 0.8-1.3x, and 16 small tasks' lean
-variants read 1.2-1.5x their old file in the same run (results/h200-rejudge-lean.md). With ~300 MB
+less: the judge's clock (one synchronous call) includes the host path; measured piece by piece on
+the H200 for ReLU, each layer removed was worth 1-3 us per call in the judge, the lean versions of
+the launch-bound reductions (max over a dimension among them) went from 0.6-0.8x to 0.8-1.3x, and on
+16 small tasks the lean version read 1.2-1.5x against the pybind11 one in the same run. With ~300 MB
 moved the kernel's own time dominates here, so the host saving is a small share of the call. For
-comparison, 45_Average_Pooling_2D.py read 1.09x vs eager (results/h200.md). The pool's settings
-(window, stride, padding, ceil_mode, count_include_pad, divisor_override) are read at construction
-or once per input shape. The handles belong to the first GPU the module ran on: one device per
-process. Measured on the H200 (results/h200.md, 5a06f42): 1.25x vs eager (0.100 ms against 0.125
-ms); 45_Average_Pooling_2D.py read 1.14x in the same device call (results/h200-rejudge-lean2.md).
+comparison, the pybind11 version read 1.09x vs eager in another run. The pool's settings (window,
+stride, padding, ceil_mode, count_include_pad, divisor_override) are read at construction or once
+per input shape. The handles belong to the first GPU the module ran on: one device per process.
+Measured on the H200: 1.25x vs eager (0.100 ms against 0.125 ms); the pybind11 version of this
+kernel read 1.14x in the same run.
 """
 import torch
 import torch.nn as nn

@@ -3,22 +3,21 @@
 The input is (16, 256, 256) fp32 = 4 MB reduced over the middle dimension to (16, 1, 256) by a
 float4-wide column reduction (8 x 32 threads per block, 128 blocks, 8 independent loads per thread);
 the kernel costs about one DRAM round trip plus the read time, so the judge's clock (one synchronous
-call) mostly measures the host's way to the GPU: the CUDA variant
-(47_Sum_reduction_over_a_dimension.py) measured 0.57x vs eager, ~24 us more per call (55.7 against
-31.7 us, results/h200.md). Summation order differs from torch (32 strided partial sums, then a
-tree), well inside fp32 tolerance; shapes whose inner size is not a multiple of 4 fall back to
-torch.sum. This version keeps 47_Sum_reduction_over_a_dimension.py's kernel, launch shape and
-fallbacks exactly and trims the host path three ways. (1) forward works out the (outer, R, inner)
-view and the output shape once per input shape and keeps those integers on the module (never
+call) mostly measures the host's way to the GPU: the pybind11 version of this kernel measured 0.57x
+vs eager, ~24 us more per call (55.7 against 31.7 us). Summation order differs from torch (32
+strided partial sums, then a tree), well inside fp32 tolerance; shapes whose inner size is not a
+multiple of 4 fall back to torch.sum. This version keeps the pybind11 version's kernel, launch shape
+and fallbacks exactly and trims the host path three ways. (1) forward works out the (outer, R,
+inner) view and the output shape once per input shape and keeps those integers on the module (never
 tensors), so a call pays one shape comparison instead of the modulo, slicing, tuple concatenation
 and two math.prod. (2) The entry point is a raw CPython METH_FASTCALL function that reads its six
 integers itself instead of a pybind11 call that casts them. (3) It launches through the driver's
 cuLaunchKernel with the kernel's driver handle looked up once, instead of the runtime's <<<>>>
 (cudaLaunchKernel looks the kernel up for the current context on every call). The output is still a
-fresh tensor and the launch goes to the caller's current stream. results/h200-call-path.md measured
-the pieces on the H200 for ReLU: in the judge, each layer removed was worth 1-3 us per call. The
-handles belong to the first GPU the module ran on: one device per process. Measured on the H200
-(results/h200.md, fbace5e): 0.67x vs eager (29.7 us against 19.9 us); v1 read 0.67x in the same run.
+fresh tensor and the launch goes to the caller's current stream. Measured piece by piece on the H200
+for ReLU, each layer removed was worth 1-3 us per call in the judge. The handles belong to the first
+GPU the module ran on: one device per process. Measured on the H200: 0.67x vs eager (29.7 us against
+19.9 us); the pybind11 version read 0.67x in the same run.
 """
 import math
 

@@ -1,28 +1,26 @@
 """Matrix-vector product, lean call path: one METH_FASTCALL function, a memset, one driver launch.
 
 (256 x 131072) @ (131072 x 1) streams 128 MB of A once through a split-K kernel (2048 blocks of a
-4-row x 4096-column tile, chunks combined by atomicAdd into a zeroed output); the CUDA variant
-(4_Matrix_vector_multiplication_.py) measured 1.01x vs eager (91.4 against 91.9 us,
-results/h200.md). Unlike the small tasks that got a lean call path, this one is bound by the kernel,
-not the host: the host path is a few microseconds of ~90, so expect at most a few percent from this.
-This version keeps 4_Matrix_vector_multiplication_.py's kernels (both instantiations), launch shape,
-checks and fallbacks exactly and trims the host path four ways. (1) forward tests the shapes and
-works out M, K and the output shape once per (A, B) shape pair and keeps those integers on the
-module (never tensors), so a call pays two shape comparisons instead of the indexing and unpacking.
-(2) The output is a fresh A.new_empty and the C function zeroes it with one cudaMemsetAsync on the
-caller's stream, instead of torch.zeros (an allocation plus a fill_ through the dispatcher). (3) The
-entry point is a raw CPython METH_FASTCALL function that reads its arguments itself instead of a
-pybind11 call that casts them. (4) It launches through the driver's cuLaunchKernel with the kernels'
-driver handles looked up once, instead of the runtime's <<<>>> (cudaLaunchKernel looks the kernel up
-for the current context on every call). results/h200-call-path.md measured the pieces on the H200
-for ReLU: in the judge, each layer removed was worth 1-3 us per call, and the lean variants of the
-reductions 48-53 (e.g. 49_Max_reduction_over_a_dimension.v2.py) went from 0.6-0.8x to 0.8-1.3x vs
-eager (results/h200.md), though some elementwise ones (20, 28) gained nothing. One fallback is new:
-an A whose column count differs from B's row count goes to torch.matmul (which raises), where the
-old variant read past the end of B. The handles belong to the first GPU the module ran on: one
-device per process. Measured on the H200 (results/h200.md, bc042b9): 0.97x vs eager (59.8 us against
-57.9 us); 4_Matrix_vector_multiplication_.py read 0.91x in the same device call
-(results/h200-rejudge-lean.md).
+4-row x 4096-column tile, chunks combined by atomicAdd into a zeroed output); the pybind11 version
+of this kernel measured 1.01x vs eager (91.4 against 91.9 us). Unlike the small tasks that got a
+lean call path, this one is bound by the kernel, not the host: the host path is a few microseconds
+of ~90, so expect at most a few percent from this. This version keeps the pybind11 version's kernels
+(both instantiations), launch shape, checks and fallbacks exactly and trims the host path four ways.
+(1) forward tests the shapes and works out M, K and the output shape once per (A, B) shape pair and
+keeps those integers on the module (never tensors), so a call pays two shape comparisons instead of
+the indexing and unpacking. (2) The output is a fresh A.new_empty and the C function zeroes it with
+one cudaMemsetAsync on the caller's stream, instead of torch.zeros (an allocation plus a fill_
+through the dispatcher). (3) The entry point is a raw CPython METH_FASTCALL function that reads its
+arguments itself instead of a pybind11 call that casts them. (4) It launches through the driver's
+cuLaunchKernel with the kernels' driver handles looked up once, instead of the runtime's <<<>>>
+(cudaLaunchKernel looks the kernel up for the current context on every call). Measured piece by
+piece on the H200 for ReLU, each layer removed was worth 1-3 us per call in the judge, and the lean
+versions of the reductions over a dimension (mean, max, product, argmax, argmin, min) went from
+0.6-0.8x to 0.8-1.3x vs eager, though some elementwise ones (LeakyReLU, HardSigmoid) gained nothing.
+One fallback is new: an A whose column count differs from B's row count goes to torch.matmul (which
+raises), where the pybind11 version read past the end of B. The handles belong to the first GPU the
+module ran on: one device per process. Measured on the H200: 0.97x vs eager (59.8 us against 57.9
+us); the pybind11 version of this kernel read 0.91x in the same run.
 """
 import torch
 import torch.nn as nn

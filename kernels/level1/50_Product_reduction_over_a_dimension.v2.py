@@ -7,19 +7,19 @@ heuristic, reproduced on the host from the sizes and the input's alignment; 4 ac
 thread, then a halving tree) -- bit-identical, denormals included -- but gives each residue class of
 rows its own thread so the whole 4 MB is requested in about one round trip. With 4 MB moved the call
 is launch-bound, and the judge's clock (one synchronous call) mostly measures the host's way to the
-GPU: v1 measured 0.56x vs eager, ~15 us more per call (35.3 against 19.8 us, results/h200.md). This
-version keeps v1's kernel, launch shape and fallbacks exactly and trims the host path three ways.
-(1) forward works out the (B, R, N) view and the output shape once per input shape and keeps those
-integers on the module (never tensors), so a call pays one shape comparison instead of the modulo,
-slicing, tuple concatenation and two math.prod. (2) The entry point is a raw CPython METH_FASTCALL
-function that reads its six integers itself instead of a pybind11 call that casts them. (3) It
-launches through the driver's cuLaunchKernel with the kernel's driver handle looked up once (one per
-instantiation ordered_reduce<1, 2, 4, 8>), instead of the runtime's <<<>>> (cudaLaunchKernel looks
-the kernel up for the current context on every call). The output is still a fresh tensor and the
-launch goes to the caller's current stream. results/h200-call-path.md measured the pieces on the
-H200 for ReLU: in the judge, each layer removed was worth 1-3 us per call. The handles belong to the
-first GPU the module ran on: one device per process. Measured on the H200 (results/h200.md,
-fbace5e): 0.82x vs eager (46.0 us against 37.8 us); v1 read 0.61x in the same run.
+GPU: the pybind11 version measured 0.56x vs eager, ~15 us more per call (35.3 against 19.8 us). This
+version keeps the pybind11 version's kernel, launch shape and fallbacks exactly and trims the host
+path three ways. (1) forward works out the (B, R, N) view and the output shape once per input shape
+and keeps those integers on the module (never tensors), so a call pays one shape comparison instead
+of the modulo, slicing, tuple concatenation and two math.prod. (2) The entry point is a raw CPython
+METH_FASTCALL function that reads its six integers itself instead of a pybind11 call that casts
+them. (3) It launches through the driver's cuLaunchKernel with the kernel's driver handle looked up
+once (one per instantiation ordered_reduce<1, 2, 4, 8>), instead of the runtime's <<<>>>
+(cudaLaunchKernel looks the kernel up for the current context on every call). The output is still a
+fresh tensor and the launch goes to the caller's current stream. Measured piece by piece on the H200
+for ReLU, each layer removed was worth 1-3 us per call in the judge. The handles belong to the first
+GPU the module ran on: one device per process. Measured on the H200: 0.82x vs eager (46.0 us against
+37.8 us); the pybind11 version read 0.61x in the same run.
 """
 import math
 

@@ -2,28 +2,27 @@
 
 (16, 3, 512) -> (16, 64, 510) is 98 KB read and 2.1 MB written by one exact-fp32 direct kernel (one
 output per thread, 2040 blocks of 256 threads), well under a microsecond of GPU work, so the judge's
-clock (one synchronous call) mostly measures the host's way to the GPU: the CUDA variant
-(67_conv_standard_1D.py) measured 1.35x vs eager (37.4 against 50.6 us, results/h200.md), almost all
-from skipping nn.Conv1d's host path. This version keeps 67_conv_standard_1D.py's kernel, launch
-shape and fallbacks exactly and trims the host path three ways. (1) forward tests the input shape
-and works out the output length, the output shape and the ten sizes the kernel needs once per input
-shape and keeps them on the module (integers and tuples, never tensors), so a call pays one shape
-comparison and a dtype test instead of the dim and channel tests, the unpacking and the output-
-length arithmetic; the sizes go to C as one cached tuple. (2) The entry point is a raw CPython
-METH_FASTCALL function that reads its arguments itself instead of a pybind11 call that casts fifteen
-integers. (3) It launches through the driver's cuLaunchKernel with the kernel's driver handle looked
-up once, instead of the runtime's <<<>>> (cudaLaunchKernel looks the kernel up for the current
-context on every call). The weight and bias pointers are still read on every call (the weights can
-change), the output is still a fresh tensor (now x.new_empty, the input's dtype, which is fp32 on
-this path as before) and the launch goes to the caller's current stream. results/h200-call-path.md
-measured the pieces on the H200 for ReLU: in the judge, each layer removed was worth 1-3 us per
-call, and the lean variants of the reductions 48-53 (e.g. 49_Max_reduction_over_a_dimension.v2.py)
-went from 0.6-0.8x to 0.8-1.3x vs eager (results/h200.md), though some elementwise ones (20, 28)
-gained nothing. The kernel is generic in stride, padding, dilation and groups; only non-zero padding
-modes (and other dtypes or ranks) fall back to the module. The handles belong to the first GPU the
-module ran on: one device per process. Measured on the H200 (results/h200.md, bc042b9): 2.05x vs
-eager (36.3 us against 74.4 us); 67_conv_standard_1D.py read 1.58x in the same device call
-(results/h200-rejudge-lean.md).
+clock (one synchronous call) mostly measures the host's way to the GPU: the pybind11 version of this
+kernel measured 1.35x vs eager (37.4 against 50.6 us), almost all from skipping nn.Conv1d's host
+path. This version keeps the pybind11 version's kernel, launch shape and fallbacks exactly and trims
+the host path three ways. (1) forward tests the input shape and works out the output length, the
+output shape and the ten sizes the kernel needs once per input shape and keeps them on the module
+(integers and tuples, never tensors), so a call pays one shape comparison and a dtype test instead
+of the dim and channel tests, the unpacking and the output-length arithmetic; the sizes go to C as
+one cached tuple. (2) The entry point is a raw CPython METH_FASTCALL function that reads its
+arguments itself instead of a pybind11 call that casts fifteen integers. (3) It launches through the
+driver's cuLaunchKernel with the kernel's driver handle looked up once, instead of the runtime's
+<<<>>> (cudaLaunchKernel looks the kernel up for the current context on every call). The weight and
+bias pointers are still read on every call (the weights can change), the output is still a fresh
+tensor (now x.new_empty, the input's dtype, which is fp32 on this path as before) and the launch
+goes to the caller's current stream. Measured piece by piece on the H200 for ReLU, each layer
+removed was worth 1-3 us per call in the judge, and the lean versions of the reductions over a
+dimension (mean, max, product, argmax, argmin, min) went from 0.6-0.8x to 0.8-1.3x vs eager, though
+some elementwise ones (LeakyReLU, HardSigmoid) gained nothing. The kernel is generic in stride,
+padding, dilation and groups; only non-zero padding modes (and other dtypes or ranks) fall back to
+the module. The handles belong to the first GPU the module ran on: one device per process. Measured
+on the H200: 2.05x vs eager (36.3 us against 74.4 us); the pybind11 version of this kernel read
+1.58x in the same run.
 """
 import torch
 import torch.nn as nn

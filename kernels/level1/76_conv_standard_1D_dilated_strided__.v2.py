@@ -7,25 +7,23 @@ shaped kernel for a tiny problem (TF32 by default: outside the strict tolerance)
 computes y[n, o, t] (t fastest) from x[n, i, 3t + 4k] and the weights in exact fp32 FMA, 333 blocks
 of 256; the kernel is generic in stride, padding, dilation and groups.
 
-This version keeps the kernel, launch shape and fallbacks of
-76_conv_standard_1D_dilated_strided__.py exactly and trims the host path three ways. (1) forward
-works out the fallback test, the output shape and the ten integers the call passes once per input
-shape and keeps them on the module (never tensors), so a call pays one shape comparison instead of
-the unpacking, the Lout arithmetic and torch.empty's keyword parsing (the output is x.new_empty of
-the cached shape). (2) The entry point is a raw CPython METH_FASTCALL function that reads its 15
-arguments itself instead of a pybind11 call that casts them one by one. (3) It launches through the
-driver's cuLaunchKernel with the kernel's driver handle looked up once, instead of the runtime's
-<<<>>> (cudaLaunchKernel looks the kernel up for the current context on every call). The weight and
-bias pointers are still read on every call, the output is a fresh tensor and the launch goes to the
-caller's current stream. The task moves well under a few MB, so the judge's clock (one synchronous
-call) mostly measures the host path: results/h200-call-path.md measured METH_FASTCALL +
-cuLaunchKernel against pybind11 + the runtime launch on ReLU (each layer removed was worth 1-3 us
-per call), and the launch-bound tasks' lean variants (e.g. 49_Max_reduction_over_a_dimension.v2.py)
-went from 0.6-0.8x to 0.8-1.3x vs eager, and 16 small tasks' lean variants read 1.2-1.5x their old
-file in the same run (results/h200-rejudge-lean.md). The handle belongs to the first GPU the module
-ran on: one device per process. Measured on the H200 (results/h200.md, 5a06f42): 1.92x vs eager
-(24.4 us against 46.9 us); 76_conv_standard_1D_dilated_strided__.py read 1.62x in the same device
-call (results/h200-rejudge-lean2.md).
+This version keeps the kernel, launch shape and fallbacks of the pybind11 version exactly and trims
+the host path three ways. (1) forward works out the fallback test, the output shape and the ten
+integers the call passes once per input shape and keeps them on the module (never tensors), so a
+call pays one shape comparison instead of the unpacking, the Lout arithmetic and torch.empty's
+keyword parsing (the output is x.new_empty of the cached shape). (2) The entry point is a raw
+CPython METH_FASTCALL function that reads its 15 arguments itself instead of a pybind11 call that
+casts them one by one. (3) It launches through the driver's cuLaunchKernel with the kernel's driver
+handle looked up once, instead of the runtime's <<<>>> (cudaLaunchKernel looks the kernel up for the
+current context on every call). The weight and bias pointers are still read on every call, the
+output is a fresh tensor and the launch goes to the caller's current stream. The task moves well
+under a few MB, so the judge's clock (one synchronous call) mostly measures the host path: on ReLU
+on the H200, each layer removed (pybind11 for METH_FASTCALL, the runtime launch for cuLaunchKernel)
+was worth 1-3 us per call, and the launch-bound tasks' lean versions (max over a dimension among
+them) went from 0.6-0.8x to 0.8-1.3x vs eager, and on 16 small tasks the lean version read 1.2-1.5x
+against the pybind11 one in the same run. The handle belongs to the first GPU the module ran on: one
+device per process. Measured on the H200: 1.92x vs eager (24.4 us against 46.9 us); the pybind11
+version of this kernel read 1.62x in the same run.
 """
 import torch
 import torch.nn as nn

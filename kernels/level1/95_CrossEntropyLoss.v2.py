@@ -3,26 +3,26 @@
 The (4096, 10) fp32 logits and int64 targets are under 200 KB, reduced in one launch to a 0-dim mean
 (one thread per row computes logsumexp minus the target logit; the last block to finish writes sum /
 count), so the GPU work is a few microseconds and the judge's clock (one synchronous call) mostly
-measures the host's way to the GPU: the CUDA variant (95_CrossEntropyLoss.py) measured 1.20x vs
-eager (51.4 against 61.6 us, results/h200.md). This version keeps 95_CrossEntropyLoss.py's kernel,
-launch shape, checks and fallbacks exactly and trims the host path three ways. (1) forward tests the
-logits' shape (2-D, 1..32 classes, at least one row) and works out the rows, classes and expected
-target shape once per logits shape and keeps those on the module (integers and a torch.Size, never
-tensors), so a call pays one shape comparison plus the target's dtype and shape tests instead of the
-dim, slicing and range tests. (2) The entry point is a raw CPython METH_FASTCALL function that reads
-its six integers itself instead of a pybind11 call that casts them. (3) It launches through the
-driver's cuLaunchKernel with the kernel's driver handle looked up once, instead of the runtime's
-<<<>>> (cudaLaunchKernel looks the kernel up for the current context on every call). The output is
-still a fresh 0-dim tensor (now x.new_empty, the logits' dtype: fp32 as before for fp32 logits) and
-the launch goes to the caller's current stream. results/h200-call-path.md measured the pieces on the
-H200 for ReLU: in the judge, each layer removed was worth 1-3 us per call, and the lean variants of
-the reductions 48-53 (e.g. 49_Max_reduction_over_a_dimension.v2.py) went from 0.6-0.8x to 0.8-1.3x
-vs eager (results/h200.md), though some elementwise ones (20, 28) gained nothing. As in the old
-variant, the per-block partials live in module-global device memory, so two calls must not run at
-the same time on different streams, and an out-of-range target gives NaN (torch raises a device
-assert). The handles belong to the first GPU the module ran on: one device per process. Measured on
-the H200 (results/h200.md, bc042b9): 1.58x vs eager (40.9 us against 64.7 us);
-95_CrossEntropyLoss.py read 1.11x in the same device call (results/h200-rejudge-lean.md).
+measures the host's way to the GPU: the pybind11 version of this kernel measured 1.20x vs eager
+(51.4 against 61.6 us). This version keeps the pybind11 version's kernel, launch shape, checks and
+fallbacks exactly and trims the host path three ways. (1) forward tests the logits' shape (2-D,
+1..32 classes, at least one row) and works out the rows, classes and expected target shape once per
+logits shape and keeps those on the module (integers and a torch.Size, never tensors), so a call
+pays one shape comparison plus the target's dtype and shape tests instead of the dim, slicing and
+range tests. (2) The entry point is a raw CPython METH_FASTCALL function that reads its six integers
+itself instead of a pybind11 call that casts them. (3) It launches through the driver's
+cuLaunchKernel with the kernel's driver handle looked up once, instead of the runtime's <<<>>>
+(cudaLaunchKernel looks the kernel up for the current context on every call). The output is still a
+fresh 0-dim tensor (now x.new_empty, the logits' dtype: fp32 as before for fp32 logits) and the
+launch goes to the caller's current stream. Measured piece by piece on the H200 for ReLU, each layer
+removed was worth 1-3 us per call in the judge, and the lean versions of the reductions over a
+dimension (mean, max, product, argmax, argmin, min) went from 0.6-0.8x to 0.8-1.3x vs eager, though
+some elementwise ones (LeakyReLU, HardSigmoid) gained nothing. As in the pybind11 version, the
+per-block partials live in module-global device memory, so two calls must not run at the same time
+on different streams, and an out-of-range target gives NaN (torch raises a device assert). The
+handles belong to the first GPU the module ran on: one device per process. Measured on the H200:
+1.58x vs eager (40.9 us against 64.7 us); the pybind11 version of this kernel read 1.11x in the same
+run.
 """
 import torch
 import torch.nn as nn

@@ -2,24 +2,24 @@
 
 Two (128, 4096) fp32 inputs are 4 MB, reduced in one launch to a 0-dim mean (elementwise loss, block
 sums, and the last block to finish writes the mean), so the kernel costs about one DRAM round trip
-and the judge's clock (one synchronous call) mostly measures the host's way to the GPU: the CUDA
-variant (96_HuberLoss.py) measured 1.94x vs eager (19.5 against 37.8 us, results/h200.md). This
-version keeps 96_HuberLoss.py's kernel, launch shape and fallbacks exactly and trims the host path
-three ways. (1) forward keeps the element count of the last input shape on the module (an integer,
-never a tensor) instead of asking numel() twice per call; a call compares each input's shape with
-the cached one, which is the old shape test. (2) The entry point is a raw CPython METH_FASTCALL
-function that reads its five integers itself instead of a pybind11 call that casts them. (3) It
-launches through the driver's cuLaunchKernel with the kernel's driver handle looked up once, instead
-of the runtime's <<<>>> (cudaLaunchKernel looks the kernel up for the current context on every
-call). The output is still a fresh 0-dim tensor (now p.new_empty, the input's dtype: fp32 as before
-for fp32 inputs) and the launch goes to the caller's current stream. results/h200-call-path.md
-measured the pieces on the H200 for ReLU: in the judge, each layer removed was worth 1-3 us per
-call, and the lean variants of the reductions 48-53 (e.g. 49_Max_reduction_over_a_dimension.v2.py)
-went from 0.6-0.8x to 0.8-1.3x vs eager (results/h200.md), though some elementwise ones (20, 28)
-gained nothing. The per-block partials live in module-global device memory, so two calls must not
-run at the same time on different streams. The handles belong to the first GPU the module ran on:
-one device per process. Measured on the H200 (results/h200.md, bc042b9): 2.64x vs eager (33.0 us
-against 87.4 us); 96_HuberLoss.py read 1.80x in the same device call (results/h200-rejudge-lean.md).
+and the judge's clock (one synchronous call) mostly measures the host's way to the GPU: the pybind11
+version of this kernel measured 1.94x vs eager (19.5 against 37.8 us). This version keeps the
+pybind11 version's kernel, launch shape and fallbacks exactly and trims the host path three ways.
+(1) forward keeps the element count of the last input shape on the module (an integer, never a
+tensor) instead of asking numel() twice per call; a call compares each input's shape with the cached
+one, which is the old shape test. (2) The entry point is a raw CPython METH_FASTCALL function that
+reads its five integers itself instead of a pybind11 call that casts them. (3) It launches through
+the driver's cuLaunchKernel with the kernel's driver handle looked up once, instead of the runtime's
+<<<>>> (cudaLaunchKernel looks the kernel up for the current context on every call). The output is
+still a fresh 0-dim tensor (now p.new_empty, the input's dtype: fp32 as before for fp32 inputs) and
+the launch goes to the caller's current stream. Measured piece by piece on the H200 for ReLU, each
+layer removed was worth 1-3 us per call in the judge, and the lean versions of the reductions over a
+dimension (mean, max, product, argmax, argmin, min) went from 0.6-0.8x to 0.8-1.3x vs eager, though
+some elementwise ones (LeakyReLU, HardSigmoid) gained nothing. The per-block partials live in
+module-global device memory, so two calls must not run at the same time on different streams. The
+handles belong to the first GPU the module ran on: one device per process. Measured on the H200:
+2.64x vs eager (33.0 us against 87.4 us); the pybind11 version of this kernel read 1.80x in the same
+run.
 """
 import torch
 import torch.nn as nn

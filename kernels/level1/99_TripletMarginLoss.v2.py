@@ -1,7 +1,7 @@
 """Triplet margin loss in one kernel, lean call path: one METH_FASTCALL function, one driver launch.
 
 The inputs are three (128, 4096) fp32 tensors (6 MB), reduced to one scalar. This version keeps the
-kernel of 99_TripletMarginLoss.py exactly (one 256-thread block per row, four 128-bit loads of each
+kernel of the pybind11 version exactly (one 256-thread block per row, four 128-bit loads of each
 input in flight per thread, both sums of squares reduced together, torch's hinge expression and
 order, the last block adding the per-block losses in index order, no second launch), its launch
 shape and its fallbacks, and trims the host path three ways. (1) forward checks the anchor's shape
@@ -13,15 +13,14 @@ them. (3) It launches through the driver's cuLaunchKernel with the kernel's driv
 once, instead of the runtime's <<<>>> (cudaLaunchKernel looks the kernel up for the current context
 on every call). The launch goes to the caller's current stream. Why it should cost less: 6 MB is a
 few microseconds of DRAM time, so the judge's clock (one synchronous call) includes the host path;
-results/h200-call-path.md measured the pieces on the H200 for ReLU (each layer removed was worth 1-3
-us per call in the judge), and the lean variants of the launch-bound reductions (e.g.
-49_Max_reduction_over_a_dimension.v2.py) went from 0.6-0.8x to 0.8-1.3x, while 16 small tasks' lean
-variants read 1.2-1.5x their old file in the same run (results/h200-rejudge-lean.md). For
-comparison, 99_TripletMarginLoss.py read 3.56x vs eager (results/h200.md). As before, the per-block
-partials live in module-global device memory, so two calls must not run at the same time on
-different streams, and the handles belong to the first GPU the module ran on: one device per
-process. Measured on the H200 (results/h200.md, 5a06f42): 4.60x vs eager (46.1 us against 0.212 ms);
-99_TripletMarginLoss.py read 3.37x in the same device call (results/h200-rejudge- lean2.md).
+measured piece by piece on the H200 for ReLU, each layer removed was worth 1-3 us per call in the
+judge, and the lean versions of the launch-bound reductions (max over a dimension among them) went
+from 0.6-0.8x to 0.8-1.3x, while on 16 small tasks the lean version read 1.2-1.5x against the
+pybind11 one in the same run. For comparison, the pybind11 version read 3.56x vs eager in another
+run. As before, the per-block partials live in module-global device memory, so two calls must not
+run at the same time on different streams, and the handles belong to the first GPU the module ran
+on: one device per process. Measured on the H200: 4.60x vs eager (46.1 us against 0.212 ms); the
+pybind11 version of this kernel read 3.37x in the same run.
 """
 import torch
 import torch.nn as nn
