@@ -18,7 +18,7 @@ in exact fp32 and makes FMA issue the only bottleneck:
     past the last output row is shifted up to end on it (rewriting a few rows with identical
     values) so no load needs clamping and no store a predicate. The SASS of that loop (sm_90) is
     864 FFMA of 985 instructions (88%; a one-output-per-thread version spends ~40% of its issue
-    slots fetching weights, see the .v2 variant); 127 registers, no spills;
+    slots fetching weights); 127 registers, no spills;
   - results are stored after each group of 8 channels; a warp's stores are 32 consecutive ow,
     i.e. coalesced 128-byte row segments.
 Cost is set by FMA issue: ~21 G FMAs (with the ~6% of tile padding) / 0.86 / (132 SMs x 128

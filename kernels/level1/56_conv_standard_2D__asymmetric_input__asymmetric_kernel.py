@@ -1,4 +1,4 @@
-"""Direct (3, 5) convolution from 3 channels, register-blocked 4 output rows x 8 channels per thread.
+"""Direct (3, 5) conv from 3 channels, register-blocked 4 output rows x 8 channels per thread.
 
 (16, 3, 256, 128) -> (16, 64, 254, 124) has 45 multiply-adds per output and 32.3M outputs:
 1.45 G FMAs and a 129 MB output. Eager cuDNN treats it as an implicit GEMM with K = 45 and, by

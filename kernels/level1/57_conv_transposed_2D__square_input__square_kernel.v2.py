@@ -1,17 +1,17 @@
 """Exact-fp32 ConvTranspose2d: cuDNN with TF32 turned off for this call only.
 
-ConvTranspose2d (16, 32, 128, 128) -> (16, 64, 130, 130), kernel 3: 4.83 G multiply-adds and a 69
-MB output. Eager runs cuDNN with TF32 (PyTorch's default for convolutions), ~1e-3 relative error,
-which fails the strict fp32 tolerance. The simplest correct version is the same cuDNN call with
-allow_tf32 = False inside forward (the previous value restored afterwards), so cuDNN picks an fp32
-CUDA-core algorithm. That needs at least 4.83 G / (132 SMs x 128 lanes x ~1.75 GHz) ~ 163 us of FMA
-issue against ~24 us of dense TF32 tensor-core work and ~17 us of output writes for eager, so it
-was expected to trail eager by about the fp32/TF32 throughput ratio (~0.09x). Measured on the H200
-(results/h200.md, 9f51962): 0.30x vs eager (0.658 ms against 0.199 ms), a smaller gap than that
-ratio: eager took far longer than its ~24 us floor estimated above, and why is unexplained. Eager's
-TF32 error is 17x the strict tolerance, so this strict-fp32 call races a faster, less exact path.
-It is the baseline the 3xTF32 variant improves on (0.44x), and the fallback if cuDNN ever picks a
-TF32 algorithm whose error the 3xTF32 split cannot remove.
+ConvTranspose2d (16, 32, 128, 128) -> (16, 64, 130, 130), kernel 3: 4.83 G multiply-adds and a 69 MB
+output. Eager runs cuDNN with TF32 (PyTorch's default for convolutions), ~1e-3 relative error, which
+fails the strict fp32 tolerance. The simplest correct version is the same cuDNN call with allow_tf32
+= False inside forward (the previous value restored afterwards), so cuDNN picks an fp32 CUDA-core
+algorithm. That needs at least 4.83 G / (132 SMs x 128 lanes x ~1.75 GHz) ~ 163 us of FMA issue
+against ~24 us of dense TF32 tensor-core work and ~17 us of output writes for eager, so it was
+expected to trail eager by about the fp32/TF32 throughput ratio (~0.09x). Measured on the H200:
+0.30x vs eager (0.658 ms against 0.199 ms), a smaller gap than that ratio: eager took far longer
+than its ~24 us floor estimated above, and why is unexplained. Eager's TF32 error is 17x the strict
+tolerance, so this strict-fp32 call races a faster, less exact path. It is the baseline the 3xTF32
+variant improves on (0.44x), and the fallback if cuDNN ever picks a TF32 algorithm whose error the
+3xTF32 split cannot remove.
 """
 import torch
 import torch.nn as nn

@@ -1,4 +1,4 @@
-"""Direct (3, 5) convolution from 3 channels, register-blocked 4 output rows x 8 channels per thread.
+"""Direct (3, 5) conv from 3 channels, register-blocked 4 output rows x 8 channels per thread.
 
 (16, 3, 256, 256) -> (16, 64, 254, 252) has 45 multiply-adds per output and 65.5M outputs:
 2.95 G FMAs and a 262 MB output. Eager cuDNN treats it as an implicit GEMM with K = 45 and, by

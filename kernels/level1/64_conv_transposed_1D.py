@@ -1,4 +1,4 @@
-"""Transposed 1-D convolution (64 -> 3 channels) as a gather kernel: one output per thread, exact fp32.
+"""Transposed 1-D conv (64 -> 3 channels) as a gather kernel: one output per thread, exact fp32.
 
 ConvTranspose1d (16, 64, 128) -> (16, 3, 130) with kernel 3: y[n, o, t] = sum over i < 64 and
 k < 3 of x[n, i, t - k] * w[i, o, k]. That is 6240 outputs of up to 192 multiply-adds (1.2 MFMA),

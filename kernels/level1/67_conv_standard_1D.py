@@ -1,4 +1,4 @@
-"""1-D convolution (3 -> 64 channels, kernel 3) as a direct kernel: one output per thread, exact fp32.
+"""1-D conv (3 -> 64 channels, kernel 3) as a direct kernel: one output per thread, exact fp32.
 
 (16, 3, 512) -> (16, 64, 510) is 522k outputs of 9 multiply-adds each (4.7 MFMA, nothing for the
 GPU) with 98 KB read and 2.1 MB written (~0.5 us at ~4.3 TB/s). What eager pays is nn.Conv1d's

@@ -1,22 +1,22 @@
 """3xTF32 ConvTranspose3d: tensor-core speed at fp32 accuracy, in one cuDNN call.
 
-ConvTranspose3d (16, 32, 64, 64, 64) -> (16, 64, 66, 68, 68), kernel (3, 5, 5): 644.25 G multiply-
-adds and a 1250 MB output. Eager runs cuDNN with TF32 (PyTorch's default for convolutions), ~1e-3
-relative error, which fails the strict fp32 tolerance. Exact fp32 on the CUDA cores needs at least
-644.25 G / (132 SMs x 128 lanes x ~1.75 GHz) ~ 21765 us, against ~3221 us of dense TF32 tensor-core
-work (~400 TFLOP/s) and ~305 us to write the output, so eager's floor is ~3221 us and no exact-fp32
-CUDA-core kernel can reach it. This version keeps the tensor cores and recovers the lost bits: each
-operand is split as x = hi + lo, where hi keeps the top 11 significant bits (the low 13 mantissa
-bits cleared, so hi is exact in TF32) and lo = x - hi; then x w ~ hi_x hi_w + hi_x lo_w + lo_x
-hi_w, dropping only lo_x lo_w (~2^-22 relative). The three products run as ONE convolution with
+ConvTranspose3d (16, 32, 64, 64, 64) -> (16, 64, 66, 68, 68), kernel (3, 5, 5): 644.25 G
+multiply-adds and a 1250 MB output. Eager runs cuDNN with TF32 (PyTorch's default for convolutions),
+~1e-3 relative error, which fails the strict fp32 tolerance. Exact fp32 on the CUDA cores needs at
+least 644.25 G / (132 SMs x 128 lanes x ~1.75 GHz) ~ 21765 us, against ~3221 us of dense TF32
+tensor-core work (~400 TFLOP/s) and ~305 us to write the output, so eager's floor is ~3221 us and no
+exact-fp32 CUDA-core kernel can reach it. This version keeps the tensor cores and recovers the lost
+bits: each operand is split as x = hi + lo, where hi keeps the top 11 significant bits (the low 13
+mantissa bits cleared, so hi is exact in TF32) and lo = x - hi; then x w ~ hi_x hi_w + hi_x lo_w +
+lo_x hi_w, dropping only lo_x lo_w (~2^-22 relative). The three products run as ONE convolution with
 three times the input channels -- input [hi_x, hi_x, lo_x] (per group) against weight [hi_w, lo_w,
 hi_w] -- so cuDNN accumulates all of them in fp32 in a single pass; hi x hi products are exact and
 the error is at fp32 level (~1e-6 relative). The cost is ~3x eager's tensor-core work (~9664 us)
 plus the split and concatenation passes over the 537 MB input; the conv is bound by tensor-core
-work, which this triples. Measured on the H200 (results/h200.md, 9f51962): 0.59x vs eager (60.45 ms
-against 35.84 ms), closer than tripled work suggests: eager took far longer than its ~3221 us floor
-above, and why is unexplained. Eager's TF32 error is 16x the strict tolerance, so this strict-fp32
-solution races a faster, less exact path; it is the fastest correct form we have.
+work, which this triples. Measured on the H200: 0.59x vs eager (60.45 ms against 35.84 ms), closer
+than tripled work suggests: eager took far longer than its ~3221 us floor above, and why is
+unexplained. Eager's TF32 error is 16x the strict tolerance, so this strict-fp32 solution races a
+faster, less exact path; it is the fastest correct form we have.
 """
 import torch
 import torch.nn as nn

@@ -2,19 +2,19 @@
 
 At stride 1 a transposed convolution is an ordinary convolution of the same input with the window
 flipped, the two channel axes of the weight swapped (per group), and padding dilation*(k-1)-padding.
-Eager (and v1) call cuDNN's transposed path, which on this task runs far below the tensor cores'
-rate: v1 keeps that path and triples its work to reach fp32 accuracy (0.59x at 9f51962). This
-version keeps v1's accuracy recipe -- each operand split as x = hi + lo with hi exact in TF32, and
+Eager calls cuDNN's transposed path, which on this task runs far below the tensor cores' rate; the
+plain 3xTF32 version keeps that path and triples its work to reach fp32 accuracy (0.59x). This
+version keeps its accuracy recipe -- each operand split as x = hi + lo with hi exact in TF32, and
 the three products hi_x hi_w + hi_x lo_w + lo_x hi_w summed in fp32 by ONE convolution over three
 times the input channels ([hi_x, hi_x, lo_x] against [hi_w, lo_w, hi_w], per group) -- but hands it
 to cuDNN's forward convolution, its most tuned path, betting that the tripled work there costs less
-than eager's single pass through the transposed one. The bet pays in 3D (tasks 61, 68, 70 rose from
-0.32-0.83x to 0.92-2.02x) but hardly in 2D (57, 65, 69, 71, 78 stay at 0.40-0.55x), where eager's
-transposed kernels are quicker. The flipped, split weight is made once and reused while the weight
-is unchanged (its in-place version counter and address are the key; never under autograd). Strides
-other than 1 fall back to v1's transposed call.
-Measured on the H200 (results/h200.md, fbace5e): 0.92x vs eager (39.137 ms against 35.825 ms); v1
-read 0.59x in the same run.
+than eager's single pass through the transposed one. The bet pays in 3D (the three 3D tasks rose
+from 0.32-0.83x to 0.92-2.02x) but hardly in 2D (the five 2D tasks stay at 0.40-0.55x), where
+eager's transposed kernels are quicker. The flipped, split weight is made once and reused while the
+weight is unchanged (its in-place version counter and address are the key; never under autograd).
+Strides other than 1 fall back to the transposed call.
+Measured on the H200: 0.92x vs eager (39.137 ms against 35.825 ms); the transposed-path 3xTF32
+version read 0.59x in the same run.
 """
 import torch
 import torch.nn as nn

@@ -1,18 +1,18 @@
 """3xTF32 ConvTranspose3d as a channels-last forward convolution, with the split in one kernel.
 
-v3 runs the transposed convolution as the forward convolution it equals at stride 1, over three
-times the input channels ([hi, hi, lo] of the input against [hi, lo, hi] of the weight, hi exact in
-TF32): fp32 accuracy on the tensor cores. It pays twice for memory layout. The split takes four
-elementwise passes (mask, subtract, concatenate) over the input, and the tensors are NCHW while
-cuDNN's tensor-core kernels work in channels-last (NHWC) order, so cuDNN transposes the 3x input and
-the output around the convolution. This version writes the split input once, straight into channels-
-last order: one kernel reads each 32 x 32 tile of (channels, pixels) into shared memory and writes
-every pixel's [hi | hi | lo] channel vector (coalesced on both sides), a single pass of read 1x,
-write 3x the input. The cached weight is channels-last too, so cuDNN runs its NHWC kernels directly
-and the output comes back channels-last: the same values and shape as eager's, in another memory
-layout. Groups other than 1 and strides other than 1 take v3's path.
-Measured on the H200 (results/h200.md, 113925b): 0.87x vs eager (38.944 ms against 33.972 ms); the
-task's best before was 0.92x.
+Run as the forward convolution it equals at stride 1, over three times the input channels ([hi, hi,
+lo] of the input against [hi, lo, hi] of the weight, hi exact in TF32), a 3xTF32 transposed
+convolution gets fp32 accuracy on the tensor cores, but that form pays twice for memory layout. The
+split takes four elementwise passes (mask, subtract, concatenate) over the input, and the tensors
+are NCHW while cuDNN's tensor-core kernels work in channels-last (NHWC) order, so cuDNN transposes
+the 3x input and the output around the convolution. This version writes the split input once,
+straight into channels-last order: one kernel reads each 32 x 32 tile of (channels, pixels) into
+shared memory and writes every pixel's [hi | hi | lo] channel vector (coalesced on both sides), a
+single pass of read 1x, write 3x the input. The cached weight is channels-last too, so cuDNN runs
+its NHWC kernels directly and the output comes back channels-last: the same values and shape as
+eager's, in another memory layout. Groups other than 1 and strides other than 1 take the NCHW path.
+Measured on the H200: 0.87x vs eager (38.944 ms against 33.972 ms); the best other solution for this
+task read 0.92x.
 """
 import torch
 import torch.nn as nn

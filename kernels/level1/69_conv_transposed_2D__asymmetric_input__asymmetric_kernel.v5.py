@@ -3,14 +3,13 @@
 At stride 1 a transposed convolution is the forward convolution of the same input with the window
 flipped, the weight's channel axes swapped (per group) and padding dilation*(k-1)-padding. Eager
 runs cuDNN's transposed path with TF32, whose error fails the strict tolerance. This version skips
-the 3xTF32 split of v3 (three extra passes over the input and three times the convolution work)
-and asks cuDNN for an exact fp32 forward convolution (TF32 off for this call only), with the
-autotuner on so that it can find fp32 algorithms that beat a plain FMA loop (for 2D 3x3-type
-windows, Winograd and FFT variants do far fewer multiplications). The first call of each shape
-times the candidates; later calls reuse the fastest. The flags are restored after the call.
-Measured on the H200 (results/h200.md, b0031f5): 0.70x vs eager (0.106 ms against 0.074 ms); the
-task's best before was v2 0.64x (fbace5e). The autotuner did not help the other transposed
-convolutions (results/h200-conv-autotune.md).
+the 3xTF32 split (three extra passes over the input and three times the convolution work) and asks
+cuDNN for an exact fp32 forward convolution (TF32 off for this call only), with the autotuner on so
+that it can find fp32 algorithms that beat a plain FMA loop (for 2D 3x3-type windows, Winograd and
+FFT variants do far fewer multiplications). The first call of each shape times the candidates; later
+calls reuse the fastest. The flags are restored after the call.
+Measured on the H200: 0.70x vs eager (0.106 ms against 0.074 ms); the plain TF32-off transposed call
+read 0.64x. The autotuner did not help the other transposed convolutions.
 """
 import torch
 import torch.nn as nn

@@ -5,13 +5,13 @@ MB output. Eager runs cuDNN with TF32 (PyTorch's default for convolutions), ~1e-
 which fails the strict fp32 tolerance. The simplest correct version is the same cuDNN call with
 allow_tf32 = False inside forward (the previous value restored afterwards), so cuDNN picks an fp32
 CUDA-core algorithm. That needs at least 9.66 G / (132 SMs x 128 lanes x ~1.75 GHz) ~ 326 us of FMA
-issue against ~48 us of dense TF32 tensor-core work and ~34 us of output writes for eager, so it
-was expected to trail eager by about the fp32/TF32 throughput ratio (~0.09x). Measured on the H200
-(results/h200.md, 9f51962): 0.29x vs eager (1.013 ms against 0.292 ms), a smaller gap than that
-ratio: eager took far longer than its ~48 us floor estimated above, and why is unexplained. Eager's
-TF32 error is 15x the strict tolerance, so this strict-fp32 call races a faster, less exact path.
-It is the baseline the 3xTF32 variant improves on (0.41x), and the fallback if cuDNN ever picks a
-TF32 algorithm whose error the 3xTF32 split cannot remove.
+issue against ~48 us of dense TF32 tensor-core work and ~34 us of output writes for eager, so it was
+expected to trail eager by about the fp32/TF32 throughput ratio (~0.09x). Measured on the H200:
+0.29x vs eager (1.013 ms against 0.292 ms), a smaller gap than that ratio: eager took far longer
+than its ~48 us floor estimated above, and why is unexplained. Eager's TF32 error is 15x the strict
+tolerance, so this strict-fp32 call races a faster, less exact path. It is the baseline the 3xTF32
+variant improves on (0.41x), and the fallback if cuDNN ever picks a TF32 algorithm whose error the
+3xTF32 split cannot remove.
 """
 import torch
 import torch.nn as nn

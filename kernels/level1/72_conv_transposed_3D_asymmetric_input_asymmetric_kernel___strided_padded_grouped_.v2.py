@@ -7,12 +7,11 @@ error, which fails the strict fp32 tolerance. The simplest correct version is th
 with allow_tf32 = False inside forward (the previous value restored afterwards), so cuDNN picks an
 fp32 CUDA-core algorithm. That needs at least 28.19 G / (132 SMs x 128 lanes x ~1.75 GHz) ~ 952 us
 of FMA issue against ~141 us of dense TF32 tensor-core work and ~262 us of output writes for a TF32
-path. Measured on the H200 (results/h200.md, 9f51962): 1.00x vs eager (23.06 ms against 23.03 ms)
--- eager's own error here was under 1% of the strict tolerance, so for this grouped, strided shape
-cuDNN apparently ran an fp32 algorithm even with TF32 allowed, and this call ties it; both took far
-longer than the FMA bound above, and why is unexplained. It measured faster than the 3xTF32 variant
-(0.95x), and it is the fallback if cuDNN ever picks a TF32 algorithm whose error the 3xTF32 split
-cannot remove.
+path. Measured on the H200: 1.00x vs eager (23.06 ms against 23.03 ms) -- eager's own error here was
+under 1% of the strict tolerance, so for this grouped, strided shape cuDNN apparently ran an fp32
+algorithm even with TF32 allowed, and this call ties it; both took far longer than the FMA bound
+above, and why is unexplained. It measured faster than the 3xTF32 variant (0.95x), and it is the
+fallback if cuDNN ever picks a TF32 algorithm whose error the 3xTF32 split cannot remove.
 """
 import torch
 import torch.nn as nn

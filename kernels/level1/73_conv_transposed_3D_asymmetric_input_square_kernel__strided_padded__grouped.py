@@ -2,22 +2,22 @@
 
 ConvTranspose3d (16, 32, 16, 32, 32) -> (16, 64, 27, 59, 59), kernel 3, stride (2, 2, 2), padding
 (3, 3, 3): 14.50 G multiply-adds and a 385 MB output. Eager lets cuDNN use TF32 (PyTorch's default
-for convolutions); a TF32 algorithm has ~1e-3 relative error, which fails the strict fp32
-tolerance. Exact fp32 on the CUDA cores needs at least 14.50 G / (132 SMs x 128 lanes x ~1.75 GHz)
-~ 490 us, against ~72 us of dense TF32 tensor-core work (~400 TFLOP/s) and ~94 us to write the
-output, so a TF32 path's floor is ~94 us and no exact-fp32 CUDA-core kernel can reach it. This
-version keeps the tensor cores and recovers the lost bits: each operand is split as x = hi + lo,
-where hi keeps the top 11 significant bits (the low 13 mantissa bits cleared, so hi is exact in
-TF32) and lo = x - hi; then x w ~ hi_x hi_w + hi_x lo_w + lo_x hi_w, dropping only lo_x lo_w
-(~2^-22 relative). The three products run as ONE convolution with three times the input channels --
-input [hi_x, hi_x, lo_x] (per group) against weight [hi_w, lo_w, hi_w] -- so cuDNN accumulates all
-of them in fp32 in a single pass; hi x hi products are exact and the error is at fp32 level (~1e-6
-relative). The cost is ~3x that tensor-core work (~217 us) plus the split and concatenation passes
-over the 34 MB input; the estimate takes the conv to be bound by tensor-core work, which this
-triples. Measured on the H200 (results/h200.md, 9f51962): 0.80x vs eager (5.444 ms against 4.359
-ms) -- eager's own error here was under 1% of the strict tolerance, so for this grouped, strided
-shape cuDNN apparently ran an fp32 algorithm even with TF32 allowed, and both calls took far longer
-than the estimates above (why is unexplained); the plain TF32-off variant (.v2) ties eager (0.99x).
+for convolutions); a TF32 algorithm has ~1e-3 relative error, which fails the strict fp32 tolerance.
+Exact fp32 on the CUDA cores needs at least 14.50 G / (132 SMs x 128 lanes x ~1.75 GHz) ~ 490 us,
+against ~72 us of dense TF32 tensor-core work (~400 TFLOP/s) and ~94 us to write the output, so a
+TF32 path's floor is ~94 us and no exact-fp32 CUDA-core kernel can reach it. This version keeps the
+tensor cores and recovers the lost bits: each operand is split as x = hi + lo, where hi keeps the
+top 11 significant bits (the low 13 mantissa bits cleared, so hi is exact in TF32) and lo = x - hi;
+then x w ~ hi_x hi_w + hi_x lo_w + lo_x hi_w, dropping only lo_x lo_w (~2^-22 relative). The three
+products run as ONE convolution with three times the input channels -- input [hi_x, hi_x, lo_x] (per
+group) against weight [hi_w, lo_w, hi_w] -- so cuDNN accumulates all of them in fp32 in a single
+pass; hi x hi products are exact and the error is at fp32 level (~1e-6 relative). The cost is ~3x
+that tensor-core work (~217 us) plus the split and concatenation passes over the 34 MB input; the
+estimate takes the conv to be bound by tensor-core work, which this triples. Measured on the H200:
+0.80x vs eager (5.444 ms against 4.359 ms) -- eager's own error here was under 1% of the strict
+tolerance, so for this grouped, strided shape cuDNN apparently ran an fp32 algorithm even with TF32
+allowed, and both calls took far longer than the estimates above (why is unexplained); the plain
+TF32-off variant ties eager (0.99x).
 """
 import torch
 import torch.nn as nn

@@ -1,18 +1,17 @@
 """Exact-fp32 ConvTranspose3d: cuDNN with TF32 turned off for this call only.
 
 ConvTranspose3d (16, 32, 16, 32, 32) -> (16, 64, 33, 65, 65), kernel 3, stride (2, 2, 2), padding
-(1, 1, 1), dilation (2, 2, 2): 14.50 G multiply-adds and a 571 MB output. Eager runs cuDNN with
-TF32 (PyTorch's default for convolutions), ~1e-3 relative error, which fails the strict fp32
-tolerance. The simplest correct version is the same cuDNN call with allow_tf32 = False inside
-forward (the previous value restored afterwards), so cuDNN picks an fp32 CUDA-core algorithm. That
-needs at least 14.50 G / (132 SMs x 128 lanes x ~1.75 GHz) ~ 490 us of FMA issue against ~72 us of
-dense TF32 tensor-core work and ~139 us of output writes for eager, so it was expected to trail
-eager by about the fp32/TF32 throughput ratio (~0.17x). Measured on the H200 (results/h200.md,
-9f51962): 0.38x vs eager (5.224 ms against 1.991 ms), a smaller gap than that ratio: eager took far
-longer than its ~139 us floor estimated above, and why is unexplained. Eager's TF32 error is 43x
-the strict tolerance, so this strict-fp32 call races a faster, less exact path. It is the baseline
-the 3xTF32 variant improves on (0.43x), and the fallback if cuDNN ever picks a TF32 algorithm whose
-error the 3xTF32 split cannot remove.
+(1, 1, 1), dilation (2, 2, 2): 14.50 G multiply-adds and a 571 MB output. Eager runs cuDNN with TF32
+(PyTorch's default for convolutions), ~1e-3 relative error, which fails the strict fp32 tolerance.
+The simplest correct version is the same cuDNN call with allow_tf32 = False inside forward (the
+previous value restored afterwards), so cuDNN picks an fp32 CUDA-core algorithm. That needs at least
+14.50 G / (132 SMs x 128 lanes x ~1.75 GHz) ~ 490 us of FMA issue against ~72 us of dense TF32
+tensor-core work and ~139 us of output writes for eager, so it was expected to trail eager by about
+the fp32/TF32 throughput ratio (~0.17x). Measured on the H200: 0.38x vs eager (5.224 ms against
+1.991 ms), a smaller gap than that ratio: eager took far longer than its ~139 us floor estimated
+above, and why is unexplained. Eager's TF32 error is 43x the strict tolerance, so this strict-fp32
+call races a faster, less exact path. It is the baseline the 3xTF32 variant improves on (0.43x), and
+the fallback if cuDNN ever picks a TF32 algorithm whose error the 3xTF32 split cannot remove.
 """
 import torch
 import torch.nn as nn

@@ -1,17 +1,17 @@
-"""3xTF32 ConvTranspose3d (v1) in channels-last layout, with the split in one kernel.
+"""3xTF32 ConvTranspose3d in channels-last layout, with the split in one kernel.
 
-v1 splits each operand as hi + lo (hi exact in TF32) and sums hi hi + hi lo + lo hi in one
-transposed convolution over three times the input channels: fp32 accuracy on the tensor cores, at
-stride 2 (so not a plain forward convolution, unlike the stride-1 tasks' v3). It pays for layout
-twice: four elementwise passes over the input to split it, and NCDHW tensors that cuDNN's tensor-
-core kernels transpose to channels-last and back. Here one kernel reads each 32 x 32 tile of
+The plain 3xTF32 version splits each operand as hi + lo (hi exact in TF32) and sums hi hi + hi lo +
+lo hi in one transposed convolution over three times the input channels: fp32 accuracy on the tensor
+cores, at stride 2 (so not a plain forward convolution, unlike the stride-1 tasks). It pays for
+layout twice: four elementwise passes over the input to split it, and NCDHW tensors that cuDNN's
+tensor-core kernels transpose to channels-last and back. Here one kernel reads each 32 x 32 tile of
 (channels, voxels) into shared memory and writes every voxel's [hi | hi | lo] channel vector
 straight into channels-last order (read the input once, write 3x), and the cached split weight is
-channels-last too, so cuDNN runs its channels-last kernels directly; the output comes back channels-
-last (the same values and shape as eager's, in another memory layout). Groups other than 1 and
-autograd take v1's path.
-Measured on the H200 (results/h200.md, 113925b): 0.45x vs eager (4.397 ms against 1.985 ms); the
-task's best before was 0.41x.
+channels-last too, so cuDNN runs its channels-last kernels directly; the output comes back
+channels-last (the same values and shape as eager's, in another memory layout). Groups other than 1
+and autograd take the NCDHW path.
+Measured on the H200: 0.45x vs eager (4.397 ms against 1.985 ms); the best other solution for this
+task read 0.41x.
 """
 import torch
 import torch.nn as nn

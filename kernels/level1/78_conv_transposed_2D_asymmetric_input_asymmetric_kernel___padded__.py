@@ -3,19 +3,19 @@
 ConvTranspose2d (16, 32, 128, 256) -> (16, 64, 128, 256), kernel (3, 5), padding (1, 2): 16.11 G
 multiply-adds and a 134 MB output. Eager runs cuDNN with TF32 (PyTorch's default for convolutions),
 ~1e-3 relative error, which fails the strict fp32 tolerance. Exact fp32 on the CUDA cores needs at
-least 16.11 G / (132 SMs x 128 lanes x ~1.75 GHz) ~ 544 us, against ~81 us of dense TF32 tensor-
-core work (~400 TFLOP/s) and ~33 us to write the output, so eager's floor is ~81 us and no exact-
-fp32 CUDA-core kernel can reach it. This version keeps the tensor cores and recovers the lost bits:
-each operand is split as x = hi + lo, where hi keeps the top 11 significant bits (the low 13
-mantissa bits cleared, so hi is exact in TF32) and lo = x - hi; then x w ~ hi_x hi_w + hi_x lo_w +
-lo_x hi_w, dropping only lo_x lo_w (~2^-22 relative). The three products run as ONE convolution
-with three times the input channels -- input [hi_x, hi_x, lo_x] (per group) against weight [hi_w,
-lo_w, hi_w] -- so cuDNN accumulates all of them in fp32 in a single pass; hi x hi products are
-exact and the error is at fp32 level (~1e-6 relative). The cost is ~3x eager's tensor-core work
-(~242 us) plus the split and concatenation passes over the 67 MB input; the conv is bound by
-tensor-core work, which this triples. Measured on the H200 (results/h200.md, 9f51962): 0.40x vs
-eager (0.882 ms against 0.353 ms). Eager's TF32 error is 14x the strict tolerance, so this
-strict-fp32 solution races a faster, less exact path; it is the fastest correct form we have.
+least 16.11 G / (132 SMs x 128 lanes x ~1.75 GHz) ~ 544 us, against ~81 us of dense TF32 tensor-core
+work (~400 TFLOP/s) and ~33 us to write the output, so eager's floor is ~81 us and no exact-fp32
+CUDA-core kernel can reach it. This version keeps the tensor cores and recovers the lost bits: each
+operand is split as x = hi + lo, where hi keeps the top 11 significant bits (the low 13 mantissa
+bits cleared, so hi is exact in TF32) and lo = x - hi; then x w ~ hi_x hi_w + hi_x lo_w + lo_x hi_w,
+dropping only lo_x lo_w (~2^-22 relative). The three products run as ONE convolution with three
+times the input channels -- input [hi_x, hi_x, lo_x] (per group) against weight [hi_w, lo_w, hi_w]
+-- so cuDNN accumulates all of them in fp32 in a single pass; hi x hi products are exact and the
+error is at fp32 level (~1e-6 relative). The cost is ~3x eager's tensor-core work (~242 us) plus the
+split and concatenation passes over the 67 MB input; the conv is bound by tensor-core work, which
+this triples. Measured on the H200: 0.40x vs eager (0.882 ms against 0.353 ms). Eager's TF32 error
+is 14x the strict tolerance, so this strict-fp32 solution races a faster, less exact path; it is the
+fastest correct form we have.
 """
 import torch
 import torch.nn as nn

@@ -1,4 +1,4 @@
-"""Strided, dilated transposed 1-D convolution as a gather kernel: one output per thread, exact fp32.
+"""Strided, dilated transposed 1-D conv as a gather kernel: one output per thread, exact fp32.
 
 ConvTranspose1d (16, 32, 128) -> (16, 64, 257) with kernel 3, stride 2, padding 1, dilation 2:
 output t receives x[n, i, j] * w[i, o, k] wherever t = 2j - 1 + 2k. Because stride and dilation

@@ -1,12 +1,12 @@
-"""Direct dilated (3, 5) convolution from 3 channels, register-blocked 4 rows x 8 channels per thread.
+"""Direct dilated (3, 5) conv from 3 channels, register-blocked 4 rows x 8 channels per thread.
 
-(16, 3, 256, 256) -> (16, 64, 254, 256) with padding (1, 2) and dilation (2, 1) has 45
-multiply-adds per output and 66.6M outputs: 3.0 G FMAs and a 266 MB output. PyTorch lets cuDNN use
-TF32 for convolutions by default (~1e-3 relative error, outside the strict tolerance), but
-measured, eager's result matched the strict fp32 reference (eager err/tol 0 in results/h200.md), so
-cuDNN ran an fp32 algorithm for this shape. Exact fp32 on the CUDA cores costs 3.0 G / (132 SMs x
-128 lanes x ~1.75 GHz) ~ 100 us at full FMA rate, more than writing the output (~65 us at ~4.1
-TB/s), so the kernel is built to keep the FMA pipes busy while the stores stream out:
+(16, 3, 256, 256) -> (16, 64, 254, 256) with padding (1, 2) and dilation (2, 1) has 45 multiply-adds
+per output and 66.6M outputs: 3.0 G FMAs and a 266 MB output. PyTorch lets cuDNN use TF32 for
+convolutions by default (~1e-3 relative error, outside the strict tolerance), but measured, eager's
+result matched the strict fp32 reference (eager's err/tol read 0), so cuDNN ran an fp32 algorithm
+for this shape. Exact fp32 on the CUDA cores costs 3.0 G / (132 SMs x 128 lanes x ~1.75 GHz) ~ 100
+us at full FMA rate, more than writing the output (~65 us at ~4.1 TB/s), so the kernel is built to
+keep the FMA pipes busy while the stores stream out:
   - a block of 32 x 8 threads owns a 32 (ow) x 32 (oh) tile of one image; it first copies the
     64 x 45 weights into shared memory transposed to [ci, kh, kw][co], so the 8 channel weights of
     one tap are two float4 reads that all lanes share (a broadcast, no bank conflicts);
@@ -19,11 +19,11 @@ TB/s), so the kernel is built to keep the FMA pipes busy while the stores stream
     coalesced 128-byte row segment.
     With row dilation 2, output row r uses input rows r, r + 2, r + 4: the 8 loaded rows cover all
     three taps of all 4 output rows; zero padding is a bounds check on each load.
-Estimated ~120 us (FMA issue at ~80%). Measured on the H200 (results/h200.md, 9f51962): 0.89x vs
-eager (356.9 us against 316.9 us), both far above that estimate and the ~65 us of writes (eager
-moved its inputs and outputs at 17% of peak bandwidth, this kernel at 16%); why is unexplained. It
-is the faster of our two variants (the 3xTF32 one measured 0.42x). Other configurations (channel
-counts, stride, other kernel sizes or row dilations) run the module's own Conv2d.
+Estimated ~120 us (FMA issue at ~80%). Measured on the H200: 0.89x vs eager (356.9 us against 316.9
+us), both far above that estimate and the ~65 us of writes (eager moved its inputs and outputs at
+17% of peak bandwidth, this kernel at 16%); why is unexplained. It is the faster of our two variants
+(the 3xTF32 one measured 0.42x). Other configurations (channel counts, stride, other kernel sizes or
+row dilations) run the module's own Conv2d.
 """
 import torch
 import torch.nn as nn

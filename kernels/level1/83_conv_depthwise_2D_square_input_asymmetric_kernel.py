@@ -1,4 +1,4 @@
-"""Depthwise (3, 1) convolution as a direct kernel: a column of 16 outputs per thread, sliding window.
+"""Depthwise (3, 1) conv as a direct kernel: a column of 16 outputs per thread, sliding window.
 
 A vertical 3-tap depthwise conv does 3 multiply-adds per output, so (16, 3, 256, 256) ->
 (16, 3, 254, 256) is memory-bound: 12.6 MB in and 12.5 MB out, ~6 us at the H200's ~4.3 TB/s.

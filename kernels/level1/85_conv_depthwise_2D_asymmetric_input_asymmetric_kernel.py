@@ -1,4 +1,4 @@
-"""Depthwise (3, 5) convolution as a direct kernel: a column of 16 outputs per thread, sliding window.
+"""Depthwise (3, 5) conv as a direct kernel: a column of 16 outputs per thread, sliding window.
 
 A 3x5 depthwise conv does 15 multiply-adds per output, so (16, 3, 128, 256) -> (16, 3, 126, 252)
 is memory-bound: 6.3 MB in and 6.1 MB out, ~3 us at the H200's ~4.3 TB/s. For fp32 PyTorch runs
