@@ -1,19 +1,18 @@
 """ReLU as one lean float4 kernel behind a thin Python call.
 
-The tensor is small (16 x 16384 fp32 = 1 MB), so the GPU work is a few microseconds and the time
-per call is dominated by host overhead: torch.relu goes through argument parsing, the dispatcher
-and TensorIterator set-up before its launch. This version allocates the output with
-torch.empty_like, fetches the raw current-stream handle directly (no Stream object) and makes one
-pybind11 call that launches a kernel where each thread handles one float4 (16 bytes in, 16 out), so
-the whole tensor is 65536 vector loads spread over 256 blocks -- one wave on the H200's 132 SMs.
-The kernel itself is bound by DRAM latency, as eager's is, so any gain had to come from less host
-work per call. `x <= 0 ? 0 : x` keeps torch's NaN propagation. A scalar path handles sizes that are
-not a multiple of 4 or misaligned pointers. Measured on the H200 (results/h200.md, 9f51962): 0.83x
-vs eager -- with 2 MB moved the call is launch-bound (a few % of peak HBM bandwidth), and in the
-judge this path costs ~6 us more per call than eager's (33.9 against 28.2 us); a bare-loop probe
-shows a gap too (42.6 against 28.8 us of host time, results/h200-launch-overhead.md), and part of
-it is our call path: a pybind11 call alone costs ~5 us per call in the judge, whichever CUDA
-runtime is linked (results/h200-module-overhead.md).
+The tensor is small (16 x 16384 fp32 = 1 MB), so the GPU work is a few microseconds and the time per
+call is dominated by host overhead: torch.relu goes through argument parsing, the dispatcher and
+TensorIterator set-up before its launch. This version allocates the output with torch.empty_like,
+fetches the raw current-stream handle directly (no Stream object) and makes one pybind11 call that
+launches a kernel where each thread handles one float4 (16 bytes in, 16 out), so the whole tensor is
+65536 vector loads spread over 256 blocks -- one wave on the H200's 132 SMs. The kernel itself is
+bound by DRAM latency, as eager's is, so any gain had to come from less host work per call.
+`x <= 0 ? 0 : x` keeps torch's NaN propagation. A scalar path handles sizes that are not a multiple
+of 4 or misaligned pointers. Measured on the H200: 0.83x vs eager -- with 2 MB moved the call is
+launch-bound (a few % of peak HBM bandwidth), and in the judge this path costs ~6 us more per call
+than eager's (33.9 against 28.2 us); a bare-loop probe shows a gap too (42.6 against 28.8 us of host
+time), and part of it is our call path: a pybind11 call alone costs ~5 us per call in the judge,
+whichever CUDA runtime is linked.
 """
 import torch
 import torch.nn as nn

@@ -1,17 +1,16 @@
 """Sigmoid as one float4 kernel behind a thin Python call.
 
-The input is 16 x 16384 fp32 (1 MB in, 1 MB out): at ~4 TB/s the traffic is ~0.5 us, so eager's
-call is dominated by host work (argument parsing, the dispatcher, TensorIterator set-up) plus one
-DRAM round trip. Here the output comes from torch.empty_like, the stream is the raw current-stream
-handle, and one pybind11 call launches a kernel where each thread moves one float4 (128-bit load
-and store), 256 blocks of 256 threads for the whole tensor. The math is the same expression torch
-uses, 1 / (1 + expf(-x)) with the accurate expf and an IEEE division, so results match eager to the
-last bit or so; the ~20 extra instructions per element are free against the memory latency. Any
-gain had to come from less host work per call. Measured on the H200 (results/h200.md, 9f51962):
-0.50x vs eager -- with 2 MB moved the call is launch-bound (a few % of peak HBM bandwidth), and in
-the judge this path costs ~11 us more per call than eager's (21.6 against 10.9 us; part of it is
-our call path: a pybind11 call alone costs ~5 us per call in the judge, whichever CUDA runtime is
-linked (results/h200-module-overhead.md)).
+The input is 16 x 16384 fp32 (1 MB in, 1 MB out): at ~4 TB/s the traffic is ~0.5 us, so eager's call
+is dominated by host work (argument parsing, the dispatcher, TensorIterator set-up) plus one DRAM
+round trip. Here the output comes from torch.empty_like, the stream is the raw current-stream
+handle, and one pybind11 call launches a kernel where each thread moves one float4 (128-bit load and
+store), 256 blocks of 256 threads for the whole tensor. The math is the same expression torch uses,
+1 / (1 + expf(-x)) with the accurate expf and an IEEE division, so results match eager to the last
+bit or so; the ~20 extra instructions per element are free against the memory latency. Any gain had
+to come from less host work per call. Measured on the H200: 0.50x vs eager -- with 2 MB moved the
+call is launch-bound (a few % of peak HBM bandwidth), and in the judge this path costs ~11 us more
+per call than eager's (21.6 against 10.9 us; part of it is our call path: a pybind11 call alone
+costs ~5 us per call in the judge, whichever CUDA runtime is linked).
 """
 import torch
 import torch.nn as nn

@@ -1,17 +1,16 @@
 """Tanh as one float4 kernel behind a thin Python call.
 
-The input is 16 x 16384 fp32 (1 MB in, 1 MB out): at ~4 TB/s the traffic is ~0.5 us, so eager's
-call is dominated by host work (argument parsing, the dispatcher, TensorIterator set-up) plus one
-DRAM round trip. The output is allocated with torch.empty_like, the raw current-stream handle is
-passed as an integer, and a single pybind11 call launches a kernel that moves one float4 per thread
-with 128-bit loads and stores (256 blocks x 256 threads cover the tensor in one wave). tanhf is the
+The input is 16 x 16384 fp32 (1 MB in, 1 MB out): at ~4 TB/s the traffic is ~0.5 us, so eager's call
+is dominated by host work (argument parsing, the dispatcher, TensorIterator set-up) plus one DRAM
+round trip. The output is allocated with torch.empty_like, the raw current-stream handle is passed
+as an integer, and a single pybind11 call launches a kernel that moves one float4 per thread with
+128-bit loads and stores (256 blocks x 256 threads cover the tensor in one wave). tanhf is the
 accurate libdevice routine, as in eager, so no precision is traded. The kernel is as latency-bound
-as eager's, so any saving had to come from the host path. Measured on the H200 (results/h200.md,
-9f51962): 0.48x vs eager -- with 2 MB moved the call is launch-bound (a few % of peak HBM
-bandwidth), and in the judge this path costs ~11 us more per call than eager's (22.2 against 10.7
-us); a bare-loop probe shows only ~1 us between the two (30.6 against 29.3 us of host time,
-results/h200-launch-overhead.md), and part of it is our call path: a pybind11 call alone costs ~5
-us per call in the judge, whichever CUDA runtime is linked (results/h200-module-overhead.md).
+as eager's, so any saving had to come from the host path. Measured on the H200: 0.48x vs eager --
+with 2 MB moved the call is launch-bound (a few % of peak HBM bandwidth), and in the judge this path
+costs ~11 us more per call than eager's (22.2 against 10.7 us); a bare-loop probe shows only ~1 us
+between the two (30.6 against 29.3 us of host time), and part of it is our call path: a pybind11
+call alone costs ~5 us per call in the judge, whichever CUDA runtime is linked.
 """
 import torch
 import torch.nn as nn

@@ -2,18 +2,18 @@
 
 For a (16, 16384) input the row (64 KB) fits in the registers of a single block: 1024 threads x 4
 float4 each. The kernel loads the row once with 128-bit loads (all 16 loads per thread in flight at
-once, so the block pays about one DRAM round trip), takes the row max with a warp-shuffle + shared-
-memory block reduction, exponentiates in registers (expf, accurate to an ulp, no fast-math),
+once, so the block pays about one DRAM round trip), takes the row max with a warp-shuffle +
+shared-memory block reduction, exponentiates in registers (expf, accurate to an ulp, no fast-math),
 reduces the sum the same way, and writes exp(x - max) * (1 / sum) back with 128-bit stores. Memory
 traffic is the minimum, one read and one write per element, and there is one launch behind a thin
-Python call (raw stream handle, torch.empty_like). Eager's block softmax also keeps to one block
-per row (at best staging the row in shared memory), so the device time is similar; at 1 MB the call
-is bound by DRAM latency and host overhead, so any gain had to come mostly from the leaner call
-path. Rows longer than 32768, or not a multiple of 4, fall back to torch.softmax. Measured on the
-H200 (results/h200.md, 9f51962): 0.71x vs eager -- with 2 MB moved the call is launch-bound (a few
-% of peak HBM bandwidth), and in the judge this path costs ~10 us more per call than eager's (34.6
-against 24.8 us; part of it is our call path: a pybind11 call alone costs ~5 us per call in the
-judge, whichever CUDA runtime is linked (results/h200-module-overhead.md)).
+Python call (raw stream handle, torch.empty_like). Eager's block softmax also keeps to one block per
+row (at best staging the row in shared memory), so the device time is similar; at 1 MB the call is
+bound by DRAM latency and host overhead, so any gain had to come mostly from the leaner call path.
+Rows longer than 32768, or not a multiple of 4, fall back to torch.softmax. Measured on the H200:
+0.71x vs eager -- with 2 MB moved the call is launch-bound (a few % of peak HBM bandwidth), and in
+the judge this path costs ~10 us more per call than eager's (34.6 against 24.8 us; part of it is our
+call path: a pybind11 call alone costs ~5 us per call in the judge, whichever CUDA runtime is
+linked).
 """
 import torch
 import torch.nn as nn

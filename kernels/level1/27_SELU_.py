@@ -1,17 +1,16 @@
 """SELU as one float4 kernel behind a thin Python call.
 
-The input is 16 x 16384 fp32 (1 MB in, 1 MB out): at ~4 TB/s the traffic is ~0.5 us, so eager's
-call is dominated by host work (argument parsing, the dispatcher, TensorIterator set-up) plus one
-DRAM round trip. The kernel moves one float4 per thread (128-bit load and store) and evaluates
-scale * x for x > 0 and (alpha * scale) * expm1f(x) otherwise, the same split torch's ELU kernel
-makes, with expm1f so small negative inputs keep full relative precision. The output comes from
-torch.empty_like and the raw current-stream handle is passed as an integer: one pybind11 call and
-one launch. Eager's kernel is as latency-bound as this one at 1 MB, so any gain had to come from
-the host path. Measured on the H200 (results/h200.md, 9f51962): 0.50x vs eager -- with 2 MB moved
-the call is launch-bound (a few % of peak HBM bandwidth), and in the judge this path costs ~11 us
-more per call than eager's (21.6 against 10.9 us; part of it is our call path: a pybind11 call
-alone costs ~5 us per call in the judge, whichever CUDA runtime is linked (results/h200-module-
-overhead.md)).
+The input is 16 x 16384 fp32 (1 MB in, 1 MB out): at ~4 TB/s the traffic is ~0.5 us, so eager's call
+is dominated by host work (argument parsing, the dispatcher, TensorIterator set-up) plus one DRAM
+round trip. The kernel moves one float4 per thread (128-bit load and store) and evaluates scale * x
+for x > 0 and (alpha * scale) * expm1f(x) otherwise, the same split torch's ELU kernel makes, with
+expm1f so small negative inputs keep full relative precision. The output comes from torch.empty_like
+and the raw current-stream handle is passed as an integer: one pybind11 call and one launch. Eager's
+kernel is as latency-bound as this one at 1 MB, so any gain had to come from the host path. Measured
+on the H200: 0.50x vs eager -- with 2 MB moved the call is launch-bound (a few % of peak HBM
+bandwidth), and in the judge this path costs ~11 us more per call than eager's (21.6 against 10.9
+us; part of it is our call path: a pybind11 call alone costs ~5 us per call in the judge, whichever
+CUDA runtime is linked).
 """
 import torch
 import torch.nn as nn

@@ -1,17 +1,16 @@
 """HardSigmoid as one float4 kernel behind a thin Python call.
 
-The input is 16 x 16384 fp32 (1 MB in, 1 MB out): at ~4 TB/s the traffic is ~0.5 us, so eager's
-call is dominated by host work (argument parsing, the dispatcher, TensorIterator set-up) plus one
-DRAM round trip. Each thread loads one float4 with a 128-bit load, applies min(max(x + 3, 0), 6) *
-(1/6) -- the same compares and multiply in the same order as torch's kernel, so the values are
-identical and NaN propagates -- and stores one float4. The output is made by torch.empty_like and
-the launch goes on the raw current-stream handle, one pybind11 call per forward. The arithmetic is
-four instructions; the kernel is bound by one DRAM round trip like eager's, so any saving had to be
-host time. Measured on the H200 (results/h200.md, 9f51962): 0.56x vs eager -- with 2 MB moved the
-call is launch-bound (a few % of peak HBM bandwidth), and in the judge this path costs ~10 us more
-per call than eager's (23.0 against 13.0 us; part of it is our call path: a pybind11 call alone
-costs ~5 us per call in the judge, whichever CUDA runtime is linked (results/h200-module-
-overhead.md)).
+The input is 16 x 16384 fp32 (1 MB in, 1 MB out): at ~4 TB/s the traffic is ~0.5 us, so eager's call
+is dominated by host work (argument parsing, the dispatcher, TensorIterator set-up) plus one DRAM
+round trip. Each thread loads one float4 with a 128-bit load, applies min(max(x + 3, 0), 6) * (1/6)
+-- the same compares and multiply in the same order as torch's kernel, so the values are identical
+and NaN propagates -- and stores one float4. The output is made by torch.empty_like and the launch
+goes on the raw current-stream handle, one pybind11 call per forward. The arithmetic is four
+instructions; the kernel is bound by one DRAM round trip like eager's, so any saving had to be host
+time. Measured on the H200: 0.56x vs eager -- with 2 MB moved the call is launch-bound (a few % of
+peak HBM bandwidth), and in the judge this path costs ~10 us more per call than eager's (23.0
+against 13.0 us; part of it is our call path: a pybind11 call alone costs ~5 us per call in the
+judge, whichever CUDA runtime is linked).
 """
 import torch
 import torch.nn as nn

@@ -9,9 +9,9 @@ at compile time, an all-inside window is four loads at constant offsets from one
 no bounds checks, and only border outputs test each tap (padding acts as -inf). The max propagates
 NaN (PTX max.NaN), so values are bit-identical to torch's. Each input element is read at most once
 (dilation 3 with stride 2 makes windows disjoint), so the kernel is a single streaming pass.
-Measured on the H200 (results/h200.md, 9f51962): 0.81x vs eager (50.2 against 40.7 us). The smaller
-traffic did not show: neither call is near the bandwidth floor (41.9 MB of inputs and outputs moved
-at 19% of peak by eager, 17% by this kernel), and the cause is unexplained.
+Measured on the H200: 0.81x vs eager (50.2 against 40.7 us). The smaller traffic did not show:
+neither call is near the bandwidth floor (41.9 MB of inputs and outputs moved at 19% of peak by
+eager, 17% by this kernel), and the cause is unexplained.
 """
 import torch
 import torch.nn as nn

@@ -10,10 +10,10 @@ once: the kernel costs roughly one DRAM round trip plus the read time. Eager's g
 picks a strategy at run time and pays the dispatcher; at this size the call is latency- and
 overhead-bound. Summation order differs from torch (32 strided partial sums, then a tree), well
 inside fp32 tolerance. Shapes whose inner size is not a multiple of 4 fall back to torch.sum.
-Measured on the H200 (results/h200.md, 9f51962): 0.57x vs eager -- with 4 MB moved the call is
-launch-bound (a few % of peak HBM bandwidth), and in the judge this path costs ~24 us more per call
-than eager's (55.7 against 31.7 us; part of it is our call path: a pybind11 call alone costs ~5 us
-per call in the judge, whichever CUDA runtime is linked (results/h200-module-overhead.md)).
+Measured on the H200: 0.57x vs eager -- with 4 MB moved the call is launch-bound (a few % of peak
+HBM bandwidth), and in the judge this path costs ~24 us more per call than eager's (55.7 against
+31.7 us; part of it is our call path: a pybind11 call alone costs ~5 us per call in the judge,
+whichever CUDA runtime is linked).
 """
 import math
 

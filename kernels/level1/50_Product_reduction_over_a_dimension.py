@@ -1,26 +1,25 @@
 """Product over a middle dimension in PyTorch's own multiplication order, 16x more loads in flight.
 
 The input is (16, 256, 256) fp32 = 4 MB reduced over the middle dimension to 16 x 256 outputs: the
-traffic floor is ~1 us at ~4 TB/s, so the call is bound by latency and host overhead. The product
-of 256 randn values is ~1e-71, below fp32's range: almost every output is 0, but a few per call
-land among the denormals (~1e-44), where every multiplication rounds to a multiple of 1.4e-45 and
-the result depends on the order of the multiplications. The strict check (1e-4 relative) leaves no
-room there, so a faster kernel must multiply in exactly the order eager does. For this layout
-PyTorch's CUDA reduction gives each output S threads (S = 4 here, from its block-shape heuristic,
-which the host code reproduces from the sizes and the input's alignment); each thread keeps 4
-accumulators fed with rows r = c (mod 4S), merges them as ((a0*a1)*a2)*a3, and the S threads merge
-by a halving tree. This kernel evaluates that same expression tree, so results are bit-identical,
-denormals included -- but it assigns one residue class of rows (16 rows of 256) to each thread
-instead of 64 rows to each of S threads: 32 outputs x 16 classes per 512-thread block, 128 blocks,
-and all 16 loads of a thread issued back to back, so the whole 4 MB is requested in about one DRAM
-round trip instead of the ~16 dependent rounds of eager's 4096 threads x 4 loads. One thread per
-output then replays the merge order from shared memory. No TF32, no reassociation, no flush-to-zero
-(nvcc's default keeps denormals). Layouts where torch would split rows across blocks, the last-
-dimension case and huge tensors fall back to torch.prod. Measured on the H200 (results/h200.md,
-9f51962): 0.56x vs eager -- with 4 MB moved the call is launch-bound (a few % of peak HBM
-bandwidth), and in the judge this path costs ~15 us more per call than eager's (35.3 against 19.8
-us; part of it is our call path: a pybind11 call alone costs ~5 us per call in the judge, whichever
-CUDA runtime is linked (results/h200-module-overhead.md)).
+traffic floor is ~1 us at ~4 TB/s, so the call is bound by latency and host overhead. The product of
+256 randn values is ~1e-71, below fp32's range: almost every output is 0, but a few per call land
+among the denormals (~1e-44), where every multiplication rounds to a multiple of 1.4e-45 and the
+result depends on the order of the multiplications. The strict check (1e-4 relative) leaves no room
+there, so a faster kernel must multiply in exactly the order eager does. For this layout PyTorch's
+CUDA reduction gives each output S threads (S = 4 here, from its block-shape heuristic, which the
+host code reproduces from the sizes and the input's alignment); each thread keeps 4 accumulators fed
+with rows r = c (mod 4S), merges them as ((a0*a1)*a2)*a3, and the S threads merge by a halving tree.
+This kernel evaluates that same expression tree, so results are bit-identical, denormals included --
+but it assigns one residue class of rows (16 rows of 256) to each thread instead of 64 rows to each
+of S threads: 32 outputs x 16 classes per 512-thread block, 128 blocks, and all 16 loads of a thread
+issued back to back, so the whole 4 MB is requested in about one DRAM round trip instead of the ~16
+dependent rounds of eager's 4096 threads x 4 loads. One thread per output then replays the merge
+order from shared memory. No TF32, no reassociation, no flush-to-zero (nvcc's default keeps
+denormals). Layouts where torch would split rows across blocks, the last-dimension case and huge
+tensors fall back to torch.prod. Measured on the H200: 0.56x vs eager -- with 4 MB moved the call is
+launch-bound (a few % of peak HBM bandwidth), and in the judge this path costs ~15 us more per call
+than eager's (35.3 against 19.8 us; part of it is our call path: a pybind11 call alone costs ~5 us
+per call in the judge, whichever CUDA runtime is linked).
 """
 import math
 

@@ -9,11 +9,10 @@ row's load is a coalesced 128-byte segment) and splits the 256 rows into 16 inte
 per thread: 16 independent loads per thread issued back to back, 128 blocks, the whole 4 MB
 requested in about one round trip. Thread 0 of each lane then merges the 16 partials from shared
 memory. Only the values are produced. Min is exact, so the result equals eager's bit for bit; NaN
-propagates as in torch.min. Measured on the H200 (results/h200.md, 9f51962): 0.89x vs eager -- with
-4 MB moved the call is launch-bound (a few % of peak HBM bandwidth), and in the judge this path
-costs ~9 us more per call than eager's (81.0 against 71.7 us; part of it is our call path: a
-pybind11 call alone costs ~5 us per call in the judge, whichever CUDA runtime is linked
-(results/h200-module-overhead.md)).
+propagates as in torch.min. Measured on the H200: 0.89x vs eager -- with 4 MB moved the call is
+launch-bound (a few % of peak HBM bandwidth), and in the judge this path costs ~9 us more per call
+than eager's (81.0 against 71.7 us; part of it is our call path: a pybind11 call alone costs ~5 us
+per call in the judge, whichever CUDA runtime is linked).
 """
 import math
 

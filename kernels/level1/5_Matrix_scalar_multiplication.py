@@ -1,18 +1,17 @@
 """A * s as one streaming float4 kernel behind a thin call: at the bandwidth floor, like eager.
 
 A (16384 x 4096) fp32 is 256 MB read and 256 MB written: ~120 us at ~4.3 TB/s, and there is no way
-to move fewer bytes, since every output element depends on its own input element. Eager's
-vectorised elementwise kernel already runs near that floor, so the only gains left are small: no
-TensorIterator set-up or dispatcher on the host (a few us), and the memory pipeline kept full. Each
-thread issues its four 128-bit loads before any store (64 bytes in flight per thread, 2048 threads
-per SM), a warp's every load and store covers 512 contiguous bytes, and both directions use
-streaming cache hints (ld.global.cs / st.global.cs, evict-first): nothing here is reused, so the
-stream should not evict other lines from L2. The scalar is rounded to fp32 once and multiplied in
-fp32, exactly as torch does for a float32 tensor, so the result is bit-identical. A misaligned or
-odd-sized tail takes a scalar path. Measured on the H200 (results/h200.md, 9f51962): 0.82x vs eager
-(173.3 us against 142.5 us) -- the task is HBM-bound: eager's kernel already moves the 537 MB at
-70% of peak bandwidth and this one at 65%; why this kernel streams slower than eager's is
-unexplained.
+to move fewer bytes, since every output element depends on its own input element. Eager's vectorised
+elementwise kernel already runs near that floor, so the only gains left are small: no TensorIterator
+set-up or dispatcher on the host (a few us), and the memory pipeline kept full. Each thread issues
+its four 128-bit loads before any store (64 bytes in flight per thread, 2048 threads per SM), a
+warp's every load and store covers 512 contiguous bytes, and both directions use streaming cache
+hints (ld.global.cs / st.global.cs, evict-first): nothing here is reused, so the stream should not
+evict other lines from L2. The scalar is rounded to fp32 once and multiplied in fp32, exactly as
+torch does for a float32 tensor, so the result is bit-identical. A misaligned or odd-sized tail
+takes a scalar path. Measured on the H200: 0.82x vs eager (173.3 us against 142.5 us) -- the task is
+HBM-bound: eager's kernel already moves the 537 MB at 70% of peak bandwidth and this one at 65%; why
+this kernel streams slower than eager's is unexplained.
 """
 import torch
 import torch.nn as nn

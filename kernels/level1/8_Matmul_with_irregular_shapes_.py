@@ -9,11 +9,10 @@ exactly, x = hi + lo, hi = x with the low 13 mantissa bits cleared (TF32-exact) 
     A @ B ~= a_lo @ b_hi + a_hi @ b_lo + a_hi @ b_hi
 drops only lo*lo (< 2^-20 per product). The three TF32 GEMMs accumulate into one output through
 cuBLAS's fp32 beta = 1 epilogue, small terms first. Estimated cost: 860 GFLOP at ~350 TFLOP/s (~2.5
-ms) plus ~200 us for the elementwise split passes over the 167 MB of operands. Measured on the H200
-(results/h200.md, 9f51962): 0.86x vs eager: 7.59 ms against eager's 6.50 ms, far longer than that
-estimate; the cause is unexplained. The odd leading dimensions (2949, 5921) are not multiples of 4,
-which keeps cuBLAS off its TMA kernels; the padded bf16 variant (.v2) removes that, yet measured
-0.82x.
+ms) plus ~200 us for the elementwise split passes over the 167 MB of operands. Measured on the H200:
+0.86x vs eager: 7.59 ms against eager's 6.50 ms, far longer than that estimate; the cause is
+unexplained. The odd leading dimensions (2949, 5921) are not multiples of 4, which keeps cuBLAS off
+its TMA kernels; the padded bf16 variant removes that, yet measured 0.82x.
 """
 import torch
 import torch.nn as nn

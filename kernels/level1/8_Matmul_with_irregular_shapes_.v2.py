@@ -5,19 +5,18 @@ cores. bf16 tensor cores are ~14x faster (~700 TFLOP/s dense in cuBLAS), and two
 an fp32 number to ~16 bits: hi = bf16(x), lo = bf16(x - hi) (x - hi is exact in fp32, and
 x - hi - lo <= 2^-16 |x|). So
     A @ B ~= a_lo @ b_hi + a_hi @ b_lo + a_hi @ b_hi      (a_lo @ b_lo < 2^-16 is dropped)
-becomes ONE GEMM over stacked pieces, [a_lo | a_hi | a_hi] (M, 3Kp) @ [b_hi ; b_lo ; b_hi]
-(3Kp, Np), with bf16 inputs, fp32 accumulation and fp32 output (torch.mm's out_dtype). Small terms
-come first along K; an emulation of the tensor core's truncating accumulation puts the worst
-element at ~0.2-0.3 of the strict 1e-4 tolerance. The odd sizes are what the packing kernel fixes
-while it splits: each K slot is padded from 2949 to 2952 with zeros (exact zeros in every dot
-product) and N from 5921 to 5928, so every operand AND the output have 16-byte aligned rows. The
-output matters as much as the inputs: the first version of this file multiplied by the narrowed
-view b3[:, :5921], so the fp32 output kept rows of 5921 floats, and a profile on the H200
-(bench/profile_solution.py) showed cuBLAS then running an sm75 `align1` kernel for 7.6 ms (0.82x
-vs eager). The GEMM now writes an (M, 5928) buffer and forward returns its first 5921 columns, a
-strided view (the 7 extra columns cost 0.1% of the work; their inputs are never initialised and
-never read). Packing moves 167 MB in and 251 MB out (~0.3 ms measured); the GEMM is 860 GFLOP of
-bf16 work, ~1.3-1.5 ms by estimate.
+becomes ONE GEMM over stacked pieces, [a_lo | a_hi | a_hi] (M, 3Kp) @ [b_hi ; b_lo ; b_hi] (3Kp,
+Np), with bf16 inputs, fp32 accumulation and fp32 output (torch.mm's out_dtype). Small terms come
+first along K; an emulation of the tensor core's truncating accumulation puts the worst element at
+~0.2-0.3 of the strict 1e-4 tolerance. The odd sizes are what the packing kernel fixes while it
+splits: each K slot is padded from 2949 to 2952 with zeros (exact zeros in every dot product) and N
+from 5921 to 5928, so every operand AND the output have 16-byte aligned rows. The output matters as
+much as the inputs: multiplying by the narrowed view b3[:, :5921] leaves the fp32 output with rows
+of 5921 floats, and a profile on the H200 showed cuBLAS then running an sm75 `align1` kernel for 7.6
+ms (0.82x vs eager). So the GEMM writes an (M, 5928) buffer and forward returns its first 5921
+columns, a strided view (the 7 extra columns cost 0.1% of the work; their inputs are never
+initialised and never read). Packing moves 167 MB in and 251 MB out (~0.3 ms measured); the GEMM is
+860 GFLOP of bf16 work, ~1.3-1.5 ms by estimate.
 """
 import torch
 import torch.nn as nn

@@ -6,15 +6,15 @@ keep only 10 mantissa bits, ~1e-3 relative error, 10x the strict tolerance. Spli
 into a TF32-exact high part and the remainder recovers fp32 accuracy:
     hi = x with its low 13 mantissa bits cleared (exact in TF32), lo = x - hi (exact in fp32)
     A @ B ~= A_lo @ B_hi + A_hi @ B_lo + A_hi @ B_hi     (A_lo @ B_lo ~ 2^-22 |A||B| is dropped)
-hi x hi products are exact in the fp32 accumulator; lo is rounded to TF32 inside the tensor core,
-an error of ~2^-21 relative to x. The small terms go first so the large one lands on them last.
-Alignment decides the speed. With K padded but N = 5921 left as it was, B and the output had rows
-of 5921 floats, and a profile on the H200 (bench/profile_solution.py) showed cuBLAS running an sm80
-`align1` TF32 kernel for 7.0 ms over the three GEMMs (0.86x vs eager). So K is padded to 2952 and
-N to 5924 with zeros (zeros add exact zeros to each dot product), every row of A, B and the output
-starts 16-byte aligned, and forward returns the first 5921 columns of the (M, 5924) result as a
-strided view. TF32 is switched on for these three calls only and restored after. Splitting reads
-167 MB and writes 334 MB (~0.3 ms); the GEMMs are 3 x 287 GFLOP of TF32 work.
+hi x hi products are exact in the fp32 accumulator; lo is rounded to TF32 inside the tensor core, an
+error of ~2^-21 relative to x. The small terms go first so the large one lands on them last.
+Alignment decides the speed. With K padded but N = 5921 left as it is, B and the output have rows of
+5921 floats, and a profile on the H200 showed cuBLAS running an sm80 `align1` TF32 kernel for 7.0 ms
+over the three GEMMs (0.86x vs eager). So K is padded to 2952 and N to 5924 with zeros (zeros add
+exact zeros to each dot product), every row of A, B and the output starts 16-byte aligned, and
+forward returns the first 5921 columns of the (M, 5924) result as a strided view. TF32 is switched
+on for these three calls only and restored after. Splitting reads 167 MB and writes 334 MB (~0.3
+ms); the GEMMs are 3 x 287 GFLOP of TF32 work.
 """
 import torch
 import torch.nn as nn

@@ -1,4 +1,4 @@
-"""Smooth L1 (Huber, beta = 1) loss in one kernel: elementwise loss, block sums and mean in one launch.
+"""Smooth L1 (Huber, beta = 1) loss in one launch: elementwise loss, block sums and the mean.
 
 Eager `F.smooth_l1_loss` runs two kernels: an elementwise kernel writes the per-element loss to a
 2 MB temporary, then a mean reduction reads it back. For (128, 4096) fp32 inputs that is 8 MB of

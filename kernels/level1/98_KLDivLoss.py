@@ -1,4 +1,4 @@
-"""KL divergence (batchmean) in one kernel: both logs, xlogy, the products and the sum in one launch.
+"""KL divergence (batchmean) in one kernel: logs, xlogy, the products and the sum in one launch.
 
 Eager `F.kl_div(torch.log(predictions), targets, reduction="batchmean")` is a chain of kernels:
 log(predictions) into a 2 MB temporary, then kl_div's xlogy(targets, targets), the product
