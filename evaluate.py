@@ -37,6 +37,7 @@ import json
 import math
 import multiprocessing
 import multiprocessing.connection
+import operator
 import os
 import random
 import re
@@ -47,6 +48,7 @@ import sys
 import threading
 import time
 import traceback
+import types
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 if ROOT not in sys.path:
@@ -217,42 +219,165 @@ class Incorrect(Exception):
     pass
 
 
-def _capture_originals():
-    """Judge-side handles on the clock and synchronise, taken before any solution is imported."""
-    import torch
-    spaces = {"time": time, "torch": torch, "torch.cuda": torch.cuda, "torch.Tensor": torch.Tensor,
-              "torch.cuda.Event": torch.cuda.Event, "torch.cuda.Stream": torch.cuda.Stream,
-              "torch._C": torch._C, "torch.nn.Module": torch.nn.Module, "threading": threading}
-    ids = {(s, k): id(v) for s, ns in spaces.items() for k, v in vars(ns).items() if callable(v)}
-    return spaces, ids
+# ---- what a solution must leave alone
 
+class Snapshot:
+    """The identity of everything in the namespaces a call goes through: the clock and threads,
+    torch's operators, tensor methods, nn.functional and every nn module class, the global module
+    hooks, the judge's own functions and classes, and the task's. A solution may reach all of them
+    by name (`import torch`, `object.__subclasses__()`), so before every call, reference or
+    solution, each must still hold the objects it held before the solution was imported: a patch
+    that slows the reference, or rewrites its output, and removes itself after one use is caught
+    at the next call. Comparing by identity over ~10k entries costs a few hundred us (untimed)."""
 
-def _patched(originals):
-    """Names of judge-relevant callables a solution replaced (clocks, synchronize, tensor methods)."""
-    spaces, ids = originals
-    return [f"{s}.{k}" for (s, k), i in ids.items() if id(vars(spaces[s]).get(k)) != i]
+    def __init__(self, task):
+        import torch
+        import torch._dynamo
+        # Importing dynamo rebinds torch.manual_seed, and its first compile patches nn.Module.__init__:
+        # both now, so a solution's own torch.compile changes nothing the snapshot holds.
+        torch._dynamo.mutation_guard.install_generation_tagging_init()
+        import torch.nn.functional as F
+        import torch.nn.modules.module as mm
+        # a module may gain names (importing torch._dynamo adds one to torch) without changing any
+        # call; a class may not (a method added to a subclass shadows its base's), nor a hook dict
+        modules = {"time": time, "threading": threading, "statistics": statistics, "math": math,
+                   "random": random, "evaluate": globals(), "torch": torch, "torch._C": torch._C,
+                   "torch._C._nn": torch._C._nn, "torch.nn.functional": F, "torch.cuda": torch.cuda, task.__name__: task}
+        classes = [torch.Tensor, torch._C.TensorBase, type(torch._C._VariableFunctions), Worker, Flags, Snapshot]
+        classes += [c for c in vars(torch.nn).values() if isinstance(c, type) and issubclass(c, torch.nn.Module)]
+        classes += [c for c in vars(task).values() if isinstance(c, type) and c.__module__ == task.__name__]
+        closed = {f"{c.__module__}.{c.__qualname__}": vars(c) for c in classes}
+        # the global hooks every nn.Module call runs (forward, backward, registration): empty dicts here
+        closed.update((f"torch.nn.modules.module.{k}", v) for k, v in vars(mm).items()
+                      if k.startswith("_global_") and isinstance(v, dict))
+        self.spaces = [(name, d, tuple(d), tuple(d.values()), name in closed) for name, d in
+                       [(n, m if isinstance(m, dict) else vars(m)) for n, m in modules.items()] + list(closed.items())]
+
+    def changed(self):
+        """Names of what a solution replaced, removed or added ([] when nothing)."""
+        bad = []
+        for name, d, keys, values, closed in self.spaces:
+            if (closed and len(d) != len(keys)) or not all(map(operator.is_, map(d.get, keys), values)):
+                bad += [f"{name}.{k}" for k, v in zip(keys, values) if d.get(k) is not v]
+                bad += [f"{name}.{k} (added)" for k in set(d) - set(keys)] if closed else []
+        return bad
 
 
 class Flags:
-    """PyTorch's backend flags as found at worker start; restored before every call, so a
-    solution cannot slow the reference (or speed itself) through global state."""
+    """Global settings that change how fast or how exactly torch computes, as found at worker start:
+    backend flags, matmul precision, thread count, deterministic mode, default dtype, autocast, the
+    attention backends. Restored before every call, so a solution that changes one outside its
+    forward cannot slow the reference (or speed itself); what cannot be restored is a rule break."""
 
     def __init__(self):
         import torch
         b = torch.backends
-        self.items = [(b.cuda.matmul, "allow_tf32"), (b.cudnn, "allow_tf32"), (b.cudnn, "benchmark"),
-                      (b.cudnn, "deterministic"), (b.cuda.matmul, "allow_fp16_reduced_precision_reduction"),
-                      (b.cuda.matmul, "allow_bf16_reduced_precision_reduction")]
-        self.saved = [getattr(o, a) for o, a in self.items]
-        self.precision = torch.get_float32_matmul_precision()
+
+        def attr(o, a):
+            return (lambda: getattr(o, a)), (lambda v: setattr(o, a, v))
+
+        self.knobs = {  # name -> (get, set)
+            "matmul.allow_tf32": attr(b.cuda.matmul, "allow_tf32"), "cudnn.allow_tf32": attr(b.cudnn, "allow_tf32"),
+            "cudnn.benchmark": attr(b.cudnn, "benchmark"), "cudnn.deterministic": attr(b.cudnn, "deterministic"),
+            "cudnn.enabled": attr(b.cudnn, "enabled"), "mkldnn.enabled": attr(b.mkldnn, "enabled"),
+            "fp16_reduced": attr(b.cuda.matmul, "allow_fp16_reduced_precision_reduction"),
+            "bf16_reduced": attr(b.cuda.matmul, "allow_bf16_reduced_precision_reduction"),
+            "matmul_precision": (torch.get_float32_matmul_precision, torch.set_float32_matmul_precision),
+            "threads": (torch.get_num_threads, torch.set_num_threads),
+            "deterministic": ((lambda: (torch.are_deterministic_algorithms_enabled(),
+                                        torch.is_deterministic_algorithms_warn_only_enabled())),
+                              (lambda v: torch.use_deterministic_algorithms(v[0], warn_only=v[1]))),
+            "default_dtype": (torch.get_default_dtype, torch.set_default_dtype),
+            "flash_sdp": (b.cuda.flash_sdp_enabled, b.cuda.enable_flash_sdp),
+            "mem_efficient_sdp": (b.cuda.mem_efficient_sdp_enabled, b.cuda.enable_mem_efficient_sdp),
+            "math_sdp": (b.cuda.math_sdp_enabled, b.cuda.enable_math_sdp),
+        }
+        for dev in ("cpu", "cuda"):
+            self.knobs[f"autocast.{dev}"] = ((lambda d=dev: torch.is_autocast_enabled(d)),
+                                             (lambda v, d=dev: torch.set_autocast_enabled(d, v)))
+        self.saved = {k: get() for k, (get, _) in self.knobs.items()}
+        self.interop = torch.get_num_interop_threads()
+        self.strict = {"matmul.allow_tf32": False, "cudnn.allow_tf32": False, "matmul_precision": "highest"}
 
     def reset(self, strict=False):
         """Defaults; strict=True turns TF32 off everywhere (the reference used for checking)."""
         import torch
-        for (o, a), v in zip(self.items, self.saved):
-            setattr(o, a, False if strict and a == "allow_tf32" else v)
-        torch.set_float32_matmul_precision("highest" if strict else self.precision)
+        for k, (get, set_) in self.knobs.items():
+            want = self.strict[k] if strict and k in self.strict else self.saved[k]
+            if get() != want:
+                set_(want)
+        if torch.get_num_interop_threads() != self.interop:
+            raise Cheat("global_state", "changed torch's inter-op thread count")
+        if torch._C._len_torch_function_stack() or torch._C._len_torch_dispatch_stack():
+            raise Cheat("global_state", "left a torch function or dispatch mode active (it would run inside the reference)")
 
+
+# ---- introspection: an audit hook the solution cannot take back
+
+INTROSPECTION = {"sys._getframe", "sys._getframemodulename", "sys._current_frames", "sys._current_exceptions",
+                 "sys.settrace", "sys.setprofile", "sys.monitoring.register_callback",
+                 "gc.get_objects", "gc.get_referrers", "gc.get_referents"}
+
+
+def _introspection(event, args):
+    """What an audit event reaches for, if it is introspection: a frame (sys._getframe, a traceback's
+    or generator's frame, trace and profile hooks), every object (gc), the interpreter's C API by
+    name (ctypes), or the process's own memory (/proc/self/mem). None otherwise."""
+    if event in INTROSPECTION:
+        return event
+    if event == "object.__getattr__" and str(args[1]).endswith("_frame"):  # tb_frame, gi_frame, cr_frame, ag_frame
+        return f"{type(args[0]).__name__}.{args[1]}"
+    if event == "ctypes.dlsym" and str(args[-1]).startswith(("Py", "_Py")):
+        return f"ctypes: the C API's {args[-1]}"
+    if event == "open" and re.fullmatch(r"/proc/(self|\d+)/mem", str(args[0])):
+        return f"open {args[0]}"
+    return None
+
+
+def _install_guard(sol_path, cheat):
+    """CPython's audit hooks (sys.addaudithook) cannot be removed from Python: from here on, when code
+    of the solution reaches for a frame, every object, or the process's memory, cheat(kind, message)
+    ends the worker at once. The solution's code is known by its frames' file names: its own file,
+    and every file name it compiles code under (exec, compile, code.replace), so generated code counts
+    as its own. The innermost frame that belongs to the solution or to trusted code decides: torch's
+    own introspection inside a call the solution made is torch's, so are the judge's, and those of
+    the stdlib modules that read their caller's module name (collections.namedtuple, typing, enum,
+    dataclasses); `inspect.stack()` or `logging` called by the solution is the solution's."""
+    import collections as c, dataclasses, enum, typing
+    import torch
+    tainted = {sol_path, os.path.abspath(sol_path)}
+    trusted = (os.path.dirname(torch.__file__) + os.sep, __file__, c.__file__, dataclasses.__file__, enum.__file__,
+               typing.__file__)
+    busy = []  # the hook's own frame walk raises events too: ignore them
+
+    def decider(frame):
+        while frame is not None:
+            name = frame.f_code.co_filename
+            if name in tainted:
+                return "solution"
+            if name.startswith(trusted):
+                return "trusted"
+            frame = frame.f_back
+        return None
+
+    def hook(event, args):
+        what = _introspection(event, args)
+        if busy or (what is None and event not in ("compile", "code.__new__")):
+            return
+        busy.append(1)
+        try:
+            mine = decider(sys._getframe(1)) == "solution"
+        finally:
+            busy.clear()
+        if mine and what is None:  # code the solution compiles is the solution's
+            tainted.add(str(args[1]))
+        elif mine:
+            cheat("introspection", f"the solution used {what}: reading the judge's frames or objects is not allowed")
+
+    sys.addaudithook(hook)
+
+
+# ---- comparing outputs
 
 def _tensors(x):
     if isinstance(x, (list, tuple)):
@@ -267,25 +392,26 @@ def _span(t):
 
 def _compare(out, ref, tol, chunk=1 << 24):
     """(ok, max abs err, max err / allowed err) under tol: the last is <= 1 exactly when every element
-    passes. NaN in out where ref has none never passes. Compared in float64, chunk elements at a
-    time, so a 6 GiB output (level1/11) needs no 50 GiB of temporaries."""
+    passes. NaN in out where ref has none never passes; an infinity passes where ref has the same one.
+    Compared in float64, chunk elements at a time, so a 6 GiB output (level1/11) needs no 50 GiB of
+    temporaries."""
     import torch
     if not out.is_floating_point() and not out.is_complex():
         same = bool(torch.equal(out, ref))
         return same, 0.0 if same else float("inf"), 0.0 if same else float("inf")
     o, r = out.reshape(-1), ref.reshape(-1)
     scale = 1.0
-    if tol["tolerance"] == "strict" and r.numel():  # atol is relative to the reference's rms
-        scale = math.sqrt(sum(r[i:i + chunk].double().pow(2).sum().item()
+    if tol["tolerance"] == "strict" and r.numel():  # atol is relative to the reference's rms (finite part)
+        scale = math.sqrt(sum(r[i:i + chunk].double().nan_to_num(0, 0, 0).pow(2).sum().item()
                               for i in range(0, r.numel(), chunk)) / r.numel())
     ok, mx, ratio = True, 0.0, 0.0
     for i in range(0, r.numel(), chunk):
         oc, rc = o[i:i + chunk].double(), r[i:i + chunk].double()
-        both_nan = oc.isnan() & rc.isnan()
-        diff = torch.where(both_nan, 0.0, (oc - rc).abs())  # NaN where only one side is NaN
+        same = (oc == rc) | (oc.isnan() & rc.isnan())  # equal infinities, or NaN on both sides
+        diff = torch.where(same, 0.0, (oc - rc).abs())  # NaN or inf where only one side is
         if diff.isnan().any() or diff.isinf().any():
             return False, float("inf"), float("inf")
-        bound = tol["atol"] * scale + tol["rtol"] * rc.abs()
+        bound = tol["atol"] * scale + tol["rtol"] * torch.where(rc.isinf(), 0.0, rc.abs())
         ok = ok and bool((diff <= bound).all())
         mx = max(mx, diff.max().item())
         ratio = max(ratio, (diff / bound.clamp_min(1e-300)).max().item())
@@ -293,7 +419,12 @@ def _compare(out, ref, tol, chunk=1 << 24):
 
 
 class Worker:
-    """Everything one judged pair needs: the task, the models, the device and the checks."""
+    """Everything one judged pair needs: the task, the models, the device and the checks.
+
+    The solution shares this process, so the worker keeps nothing it could use: inputs are drawn
+    from the OS's randomness for every call (nothing here can predict the next set), the reference
+    is computed only after the solution's call on the same inputs (no answer exists while it runs),
+    and everything it may reach by name is checked before every call (Snapshot, Flags)."""
 
     def __init__(self, task_path, sol_path, opts):
         import torch
@@ -315,14 +446,22 @@ class Worker:
         self.compiled = torch.compile(self.ref) if opts["compile"] else None
         if self.compiled is not None:  # compile now, while other workers still build: CPU work
             with torch.no_grad():
-                self.compiled(*self.inputs(-1))
-        # What the solution must leave alone, snapshotted before it is imported.
-        self.originals = _capture_originals()
-        self.task_globals = self._task_globals()
+                self.compiled(*self.inputs())
+        # State the checks use, made before the solution exists.
+        if self.cuda:  # written before each call: twice L2, so no call finds its data cached
+            l2 = torch.cuda.get_device_properties(self.device).L2_cache_size
+            self.flush = torch.empty(max(2 * l2, 1 << 20), dtype=torch.uint8, device=self.device)
+            self.one = torch.zeros(1, device=self.device)
+        self.history, self.history_copies, self.errors = [], [], []
+        self.old_refs = collections.deque(maxlen=8)  # recent reference outputs: spot stale caches
+        self.snapshot = Snapshot(self.task)
         self.threads = set(threading.enumerate())
+        # Held by this object, looked up before the solution can change the class: a solution that
+        # replaces Worker.check_rules is caught by the original.
+        self.check = self.check_rules
         self.new = None
         if sol_path is not None:
-            sol = load_module(sol_path, "solution_under_judgement")  # may build native code
+            sol = load_module(os.path.abspath(sol_path), "solution_under_judgement")  # may build native code
             if not hasattr(sol, "ModelNew"):
                 raise JudgeError(f"solution {sol_path} defines no ModelNew")
             torch.manual_seed(opts["seed"])
@@ -330,23 +469,29 @@ class Worker:
             ours, theirs = self.ref.state_dict(), self.new.state_dict()
             same = {k: v for k, v in ours.items() if k in theirs and theirs[k].shape == v.shape}
             self.new.load_state_dict(same, strict=False)
-        self.check_rules()
+        self.check()
 
     # ---- inputs and calls
 
-    def inputs(self, k):
-        """Input set k: fresh contents from seed+k, made on the device (new addresses each time)."""
+    def inputs(self):
+        """A fresh input set: contents from a seed the OS draws now, made on the device (new addresses).
+        The generator is reseeded from the OS after, so not even torch.initial_seed() tells the seed."""
         torch = self.torch
-        torch.manual_seed(self.opts["seed"] * 100003 + 1000 + k)
+        self.flags.reset()  # a default dtype the solution left set must not shape the inputs
+        torch.manual_seed(int.from_bytes(os.urandom(8), "little"))
         with torch.device(self.device):
-            return self.task.get_inputs()
+            xs = self.task.get_inputs()
+        torch.manual_seed(int.from_bytes(os.urandom(8), "little"))
+        return xs
 
     def clone(self, xs):
         return [x.clone() if hasattr(x, "clone") else x for x in xs]
 
     def call(self, model, xs, k, strict=False):
-        """One call: flags reset and RNG seeded, L2 flushed, device idle; returns (output, seconds)."""
+        """One call: rules checked, flags reset and RNG seeded, L2 flushed, device idle; returns
+        (output, seconds). k seeds the call's own randomness (dropout), the same for every model."""
         torch = self.torch
+        self.check()  # before every model's call: a patch left for the reference is caught here
         self.flags.reset(strict)
         torch.manual_seed(k)
         if self.cuda:
@@ -363,23 +508,25 @@ class Worker:
         return out, t1 - t0
 
     def reference(self, xs, k):
-        """The output solutions are checked against: true fp32 (TF32 off), no grad bookkeeping."""
+        """The output solutions are checked against: true fp32 (TF32 off), no grad bookkeeping.
+        Always computed after the solution's call on xs (never before: it would be there to steal)."""
         with self.torch.no_grad():
             out, _ = self.call(self.ref, self.clone(xs), k, strict=True)
         return out
 
+    def trivial(self):
+        """One launch of a 1-element add: timed like a model, it is the clock's own cost (the floor)."""
+        return self.one.add_(1)
+
     # ---- the rules
 
-    def _task_globals(self):
-        return {k: (v if isinstance(v, (int, float, str, tuple, bool)) else id(v))
-                for k, v in vars(self.task).items() if not k.startswith("__")}
-
     def check_rules(self):
-        patched = _patched(self.originals)
+        self.flags.reset()  # first: some settings rebind names (the default dtype rebinds torch.Storage)
+        patched = self.snapshot.changed()
         if patched:
-            raise Cheat("patched", "replaced judge-relevant functions: " + ", ".join(patched[:5]))
-        if self._task_globals() != self.task_globals:
-            raise Cheat("changed_task", "changed the task module's sizes or functions")
+            if all(p.startswith(self.task.__name__) for p in patched):
+                raise Cheat("changed_task", "changed the task module's sizes or functions: " + ", ".join(patched[:5]))
+            raise Cheat("patched", "replaced functions the judge or the reference calls: " + ", ".join(patched[:5]))
         extra = [t.name for t in threading.enumerate() if t not in self.threads and t.is_alive()]
         if extra:
             raise Cheat("threads", f"left threads running: {', '.join(extra[:3])}")
@@ -418,14 +565,19 @@ class Worker:
             if not _compare(s, r, self.tol)[0]:
                 raise Cheat("side_stream", "output not ready on the current stream when forward returned")
 
-    def timed_call(self, model, xs, k):
+    def timed_call(self, model, xs, k, keep=False):
         """One timed call on a private copy of xs, the same for every model: the inputs' copies and
-        the output (with a snapshot taken after the clock stopped) are what verify() needs."""
+        the output are kept until the round ends. keep=True (the solution): a snapshot of the output
+        taken after the clock stopped, for verify(). Otherwise the output is overwritten with NaN at
+        once: a reference output of these inputs must not exist while the solution runs."""
         torch = self.torch
         pristine, mine = self.clone(xs), self.clone(xs)
         with torch.no_grad():
             out, dt = self.call(model, mine, k)
-        snap = [o.clone() if type(o) is torch.Tensor else o for o in _tensors(out)]
+            if keep:
+                snap = [o.clone() if type(o) is torch.Tensor else o for o in _tensors(out)]
+            else:
+                snap = [o.fill_(float("nan")) if o.is_floating_point() else o.zero_() for o in _tensors(out)]
         return (out, mine, pristine, snap), dt
 
     def untimed_call(self, xs, k):
@@ -434,7 +586,7 @@ class Worker:
         torch = self.torch
         pristine, mine = self.clone(xs), self.clone(xs)
         with torch.no_grad():
-            self.flags.reset()
+            self.check()
             torch.manual_seed(k)
             out = self.new(*mine)
             snap = [o.clone() if type(o) is torch.Tensor else o for o in _tensors(out)]
@@ -461,26 +613,20 @@ class Worker:
             self.old_refs.append(ref)
 
     def checked_trial(self, k):
-        """An untimed correctness trial on input set k."""
-        xs = self.inputs(k)
-        ref = self.reference(xs, k)
-        self.verify(self.untimed_call(xs, k), ref)
+        """An untimed correctness trial on a fresh input set: the solution first, then the reference."""
+        xs = self.inputs()
+        call = self.untimed_call(xs, k)
+        self.verify(call, self.reference(xs, k))
 
     # ---- the whole judgement
 
     def run(self):
         """Correctness trials, timed rounds, more trials; returns the record's measured fields."""
         torch, opts = self.torch, self.opts
-        if self.cuda:
-            l2 = torch.cuda.get_device_properties(self.device).L2_cache_size
-            self.flush = torch.empty(max(2 * l2, 1 << 20), dtype=torch.uint8, device=self.device)
         rec = {"flags": []}
-        self.history, self.history_copies, self.errors = [], [], []
-        self.old_refs = collections.deque(maxlen=8)  # recent reference outputs: spot stale caches
-        k = 0
 
         # Degenerate references: constant output, stochastic output, or one a zero tensor passes.
-        x0, x1 = self.inputs(0), self.inputs(1)
+        x0, x1 = self.inputs(), self.inputs()
         r0, r0b, r1 = self.reference(x0, 1), self.reference(x0, 2), self.reference(x1, 1)
         for a, b, c in zip(_tensors(r0), _tensors(r0b), _tensors(r1)):
             if a.is_floating_point():
@@ -500,22 +646,25 @@ class Worker:
         rec["io_bytes"] = sum(t.nbytes for t in _tensors(x0) + _tensors(r0))  # the least traffic a call needs
         rec["eager_err_vs_tol"] = max((_compare(e, a, self.tol)[2] for e, a in zip(_tensors(eager), _tensors(r0))
                                        if a.is_floating_point()), default=0.0)
+        del x0, x1, r0, r0b, r1, eager
 
         trials = opts["trials"]
         if self.new is not None:
             for k in range(trials - trials // 2):  # half the trials before timing...
                 self.checked_trial(k)
 
-        # Timed rounds: reference, solution (and compiled reference) in random order each round.
-        who = ["ref"] + (["sol"] if self.new is not None else []) + (["compiled"] if self.compiled is not None else [])
+        # Timed rounds: reference, solution, compiled reference and the floor (one trivial launch:
+        # the clock's own cost, measured among the calls it is subtracted from) in an order the OS
+        # draws each round.
+        models = {"ref": self.ref, "sol": self.new, "compiled": self.compiled, "floor": self.trivial if self.cuda else None}
+        who = [w for w, m in models.items() if m is not None]
         times = {w: [] for w in who}
-        rng, t_start, r = random.Random(opts["seed"]), time.time(), 0
+        rng, t_start, r = random.SystemRandom(), time.time(), 0
         while r < opts["warmup"] + opts["iters"]:
             if r >= opts["warmup"] + opts["min_iters"] and time.time() - t_start > opts["time_budget"]:
                 break
             k = 1000 + r
-            xs = self.inputs(k)
-            ref = self.reference(xs, k) if self.new is not None else None
+            xs = self.inputs()
             # The timed calls run back to back; the solution's output is checked only after all of
             # them. Checking between them left the GPU idle for milliseconds before whichever call
             # came next: an A/A test (the reference as its own solution) then read 1.2-1.6x on ReLU
@@ -524,11 +673,11 @@ class Worker:
             # live until the round ends, as the solution's must (they are verified after the round).
             calls = {}
             for w in rng.sample(who, len(who)):
-                calls[w], dt = self.timed_call({"ref": self.ref, "sol": self.new, "compiled": self.compiled}[w], xs, k)
+                calls[w], dt = self.timed_call(models[w], [] if w == "floor" else xs, k, keep=w == "sol")
                 if r >= opts["warmup"]:
                     times[w].append(dt)
-            if "sol" in calls:
-                self.verify(calls["sol"], ref)
+            if "sol" in calls:  # the reference for checking exists only from here on
+                self.verify(calls["sol"], self.reference(xs, k))
             r += 1
 
         if self.new is not None:
@@ -537,7 +686,8 @@ class Worker:
             rec["max_abs_err"] = max(e[0] for e in self.errors)
             rec["err_vs_tol"] = max(e[1] for e in self.errors)  # <= 1 passes
 
-        floor = self.floor() if self.cuda else 0.0
+        # The floor is subtracted from every median (*_ms); *_raw_ms keep the clock's reading.
+        floor = statistics.median(times.pop("floor")) if "floor" in times else 0.0
         rec["floor_ms"] = floor * 1e3
         for w, ts in times.items():
             med = statistics.median(ts)
@@ -549,22 +699,11 @@ class Worker:
         rec["rounds"] = len(times["ref"])
         return rec
 
-    def floor(self):
-        """Median seconds of one trivial launch + synchronize: the clock's own cost per call."""
-        torch = self.torch
-        x = torch.zeros(1, device=self.device)
-        ts = []
-        for _ in range(50):
-            self.sync()
-            t0 = self.clock()
-            x.add_(1)
-            self.sync()
-            ts.append(self.clock() - t0)
-        return statistics.median(ts)
 
-
-def _worker_main(conn, task_path, sol_path, opts):
-    """Child process: build and load, say 'ready', wait for 'go', judge, send one record."""
+def _worker_main(conn, task_path, sol_path, opts, secret):
+    """Child process: build and load, say 'ready', wait for 'go', judge, send one record.
+    Messages are JSON carrying the secret the parent gave this worker: bytes a solution writes to
+    the pipe (it can find the descriptor) are neither unpickled by the parent nor taken as a record."""
     os.setpgrp()  # so a timeout kills nvcc & co. with us
     try:  # die with the server that forked us (if the judge is killed, nothing lingers)
         ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)
@@ -575,10 +714,26 @@ def _worker_main(conn, task_path, sol_path, opts):
     fd = os.open(os.path.join(log, f"worker-{os.getpid()}.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
+
+    def send(kind, payload):
+        conn.send_bytes(json.dumps([kind, payload, secret]).encode())
+
+    def cheat(kind, message):  # from the audit hook: the record goes now, and nothing runs after it
+        send("record", {"status": f"cheat:{kind}", "message": message})
+        os._exit(0)
+
+    # Nothing a solution reaches by name leads back here: the judge's module leaves sys.modules (an
+    # `import evaluate` in a solution loads a fresh copy that judges nothing), and the Process object
+    # forgets its target and arguments (this function, the pipe, the secret).
+    sys.modules.pop(__name__, None)
+    me = multiprocessing.current_process()
+    me._target, me._args, me._kwargs = None, (), {}
+    if sol_path is not None:
+        _install_guard(sol_path, cheat)
     phase, rec = "build", {}
     try:
         w = Worker(task_path, sol_path, opts)
-        conn.send(("ready", None))
+        send("ready", None)
         conn.recv()
         phase = "run"
         rec = w.run()
@@ -594,7 +749,7 @@ def _worker_main(conn, task_path, sol_path, opts):
         rec.update(status="compile_error" if build else "runtime_error",
                    message=f"{type(e).__name__}: {e}"[-4000:], traceback=traceback.format_exc()[-4000:])
     try:
-        conn.send(("record", rec))
+        send("record", rec)
     except (OSError, ValueError):
         pass
     conn.close()
@@ -697,7 +852,8 @@ def judge_many(pairs, out=None, progress=False, command=None, **kw):
         task, sol = files[i]
         rec = {"task": keys[i][0], "solution": keys[i][1], **rec}
         if "speedup" not in rec and rec.get("status") == "ok" and "sol_ms" in rec:
-            rec["speedup"] = rec["ref_ms"] / rec["sol_ms"]
+            rec["speedup"] = rec["ref_ms"] / rec["sol_ms"]  # both less the floor
+            rec["speedup_raw"] = rec["ref_raw_ms"] / rec["sol_raw_ms"]  # as the clock read them
         rec["correct"] = rec.get("status") == "ok" and sol is not None
         rec.setdefault("speedup", None)
         rec.update(wall_s=round(time.time() - w["t0"], 2), command=command, tolerance=f"{opts['tolerance']} atol={opts['atol']:g} rtol={opts['rtol']:g}",
@@ -732,10 +888,11 @@ def judge_many(pairs, out=None, progress=False, command=None, **kw):
                 continue
             parent, child = ctx.Pipe()
             job = {**opts, "compile": opts["compile"] and sol is None}
-            p = ctx.Process(target=_worker_main, args=(child, task, sol, job))  # not daemonic: may have children
+            secret = os.urandom(16).hex()  # a record must carry it: the solution never sees it
+            p = ctx.Process(target=_worker_main, args=(child, task, sol, job, secret))  # not daemonic: may have children
             p.start()
             child.close()
-            running[i] = {"proc": p, "conn": parent, "phase": "build", "t0": time.time(),
+            running[i] = {"proc": p, "conn": parent, "secret": secret, "phase": "build", "t0": time.time(),
                           "deadline": time.time() + opts["timeout"]}
         building = any(w.get("phase") == "build" for w in running.values())
         while gpu is None and queue and not building:
@@ -762,7 +919,7 @@ def judge_many(pairs, out=None, progress=False, command=None, **kw):
             w = running[i]
             if obj is w["conn"]:
                 try:
-                    kind, payload = w["conn"].recv()
+                    kind, payload = _receive(w)
                 except (EOFError, OSError):
                     w["eof"] = True  # the sentinel reports the death
                     continue
@@ -775,7 +932,7 @@ def judge_many(pairs, out=None, progress=False, command=None, **kw):
                 w["proc"].join(1)
                 try:  # its record may still be in the pipe
                     while not w.get("eof") and w["conn"].poll():
-                        kind, payload = w["conn"].recv()
+                        kind, payload = _receive(w)
                         if kind == "record":
                             finish(i, payload)
                             break
@@ -795,6 +952,17 @@ def judge_many(pairs, out=None, progress=False, command=None, **kw):
     if bar:
         bar.close()
     return results[:len(pairs)]
+
+
+def _receive(w):
+    """(kind, payload) of a worker's next message. One without the worker's secret, or not JSON, was
+    written by the solution (it can find the pipe's descriptor): a forged record. Never unpickled."""
+    forged = ("record", {"status": "cheat:forged_record", "message": "wrote a message on the judge's pipe"})
+    try:
+        kind, payload, secret = json.loads(w["conn"].recv_bytes(1 << 24))
+    except (ValueError, TypeError):
+        return forged
+    return (kind, payload) if secret == w["secret"] else forged
 
 
 class _Done:

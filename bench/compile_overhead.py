@@ -14,8 +14,7 @@ import evaluate  # noqa: E402
 
 task = sys.argv[1] if len(sys.argv) > 1 else "kernelbench/level1/19_ReLU.py"
 w = evaluate.Worker(task, None, {**evaluate.DEFAULTS, "device": "cuda", "compile": True})
-w.flush = torch.empty(120 << 20, dtype=torch.uint8, device="cuda")
-xs = w.inputs(0)
+xs = w.inputs()
 
 
 def bare(model, n=200):
@@ -37,4 +36,4 @@ def judged(model, n=200):
 
 for name, model in (("eager", w.ref), ("compiled", w.compiled)):
     print(f"{name:9s} bare {bare(model):7.1f} us   judged {judged(model):7.1f} us   bare again {bare(model):7.1f} us")
-print(f"floor {w.floor() * 1e6:.1f} us")
+print(f"floor {statistics.median(w.call(w.trivial, [], k)[1] for k in range(200)) * 1e6:.1f} us")

@@ -44,7 +44,7 @@ print("|---|---|---|---|---|")
 args = sys.argv[1:]
 for task, sol in zip(args[::2], args[1::2]):
     w = evaluate.Worker(task, sol, {**evaluate.DEFAULTS, "device": "cuda"})
-    xs = w.inputs(0)
+    xs = w.inputs()
     noop = torch.zeros(1, device="cuda")
     for name, m in (("eager", w.ref), (os.path.basename(sol), w.new), ("x.add_(1) only", lambda *a: noop.add_(1))):
         for _ in range(50):

@@ -22,7 +22,7 @@ print(f"## {os.path.basename(task)}\n\n- command: `python {' '.join(sys.argv)}`\
 for sol in [None] + solutions:
     w = evaluate.Worker(task, sol, {**evaluate.DEFAULTS, "device": "cuda"})
     model, name = (w.ref, "eager") if sol is None else (w.new, os.path.basename(sol))
-    xs = w.inputs(0)
+    xs = w.inputs()
     with torch.no_grad():
         for _ in range(3):
             model(*xs)

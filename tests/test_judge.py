@@ -61,6 +61,25 @@ def sol(body, init=INIT, head=""):
     return head + HEAD + init + textwrap.indent(textwrap.dedent(body), "    ")
 
 
+SPY_TASK = COPY_TASK.replace("        return x * 1.0", """        with open(SPY_FILE, "a") as f:  # what the reference finds each call
+            f.write(f"{torch.get_num_threads()} {torch.are_deterministic_algorithms_enabled()} {torch.get_default_dtype()}\\n")
+        return x * 1.0""")
+GLOBAL_STATE = """import torch
+import torch.nn as nn
+
+def spoil():  # one thread, deterministic kernels, float64 by default: left set after each call
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    torch.set_default_dtype(torch.float64)
+
+spoil()
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = x * 1.0
+        spoil()
+        return y
+"""
 HONEST = sol("def forward(self, x):\n    return torch.relu(self.lin(x)) * 2.0\n")
 CPP = r'''
 #include <pybind11/pybind11.h>
@@ -125,10 +144,9 @@ CASES = {  # name -> (solution source, expected status)
         """), "cheat:threads"),
     "shrink_task": (sol("""
         def forward(self, x):
-            import gc, types
-            for m in gc.get_objects():
-                if isinstance(m, types.ModuleType) and hasattr(m, 'get_inputs') and hasattr(m, 'Model'):
-                    m.N = 8
+            for c in nn.Module.__subclasses__():  # the task's Model, found by name, no introspection
+                if c.__name__ == 'Model' and 'get_inputs' in c.forward.__globals__:
+                    c.forward.__globals__['N'] = 8
             return torch.relu(self.lin(x)) * 2.0
         """), "cheat:changed_task"),
     "honest_then_lazy": (sol("""
@@ -153,6 +171,113 @@ CASES = {  # name -> (solution source, expected status)
         """), "timeout"),
 }
 
+# ---- a solution shares the judge's process: what it can reach there must not help it
+
+STEAL = """
+                for v in list(f.f_locals.values()):  # any tensor shaped like the answer
+                    if type(v) is torch.Tensor and v.shape == (x.shape[0], self.lin.out_features):
+                        return v.clone()
+"""
+ATTACKS = {  # name -> (solution source, expected status); each one was 'ok' in the judge before
+    # the judge used to seed input set k with 1000 + k: replay that and answer from a table
+    "predict_inputs": (sol("""
+        def __init__(self, n):
+            super().__init__()
+            self.lin = nn.Linear(n, n)
+            self.table = {}
+            for k in [*range(-1, 8), *range(1000, 1100), *range(2000, 2010)]:
+                torch.manual_seed(1000 + k)
+                x = torch.randn(32, n)
+                with torch.no_grad():
+                    self.table[x[0, 0].item()] = torch.relu(self.lin(x)) * 2.0
+
+        def forward(self, x):
+            hit = self.table.get(x[0, 0].item())
+            return hit.clone() if hit is not None else torch.zeros(x.shape[0], self.lin.out_features)
+        """, init=""), "incorrect"),
+    "stack_walk": (sol("""
+        def forward(self, x):
+            import sys
+            f = sys._getframe(1)
+            while f is not None:""" + STEAL + """                f = f.f_back
+            return torch.zeros(x.shape[0], self.lin.out_features)
+        """), "cheat:introspection"),
+    "traceback_walk": (sol("""
+        def forward(self, x):
+            try:
+                raise RuntimeError
+            except RuntimeError as e:
+                f = e.__traceback__.tb_frame
+            while f is not None:""" + STEAL + """                f = f.f_back
+            return torch.zeros(x.shape[0], self.lin.out_features)
+        """), "cheat:introspection"),
+    "inspect_stack": (sol("""
+        def forward(self, x):
+            import inspect
+            for info in inspect.stack():
+                f = info.frame""" + STEAL + """            return torch.zeros(x.shape[0], self.lin.out_features)
+        """), "cheat:introspection"),
+    "gc_scan": (sol("""
+        def forward(self, x):
+            import gc
+            want = torch.relu(self.lin(x[:1])) * 2.0   # the first row is cheap: find the rest
+            for o in gc.get_objects():
+                if type(o) is torch.Tensor and o.shape == (x.shape[0], want.shape[1]) and torch.allclose(o[:1], want):
+                    return o.clone()
+            return torch.zeros(x.shape[0], want.shape[1])
+        """), "cheat:introspection"),
+    "exec_disguised": (sol("""
+        def forward(self, x):
+            exec(compile("import sys\\nsys._getframe(2)", "/usr/lib/python3/dist-packages/numpy/core.py", "exec"))
+            return torch.relu(self.lin(x)) * 2.0
+        """), "cheat:introspection"),
+    # the judge's own classes, found by name at import: replace the output check
+    "patch_judge": (sol("def forward(self, x):\n    return torch.zeros(x.shape[0], self.lin.out_features)\n",
+                        head="for c in object.__subclasses__():\n    if c.__name__ == 'Worker':\n"
+                             "        c.check_output = lambda *a: None\n        c.check_rules = lambda *a: None\n"),
+                    "cheat:patched"),
+    # `import evaluate` gets a fresh copy of the judge's module: patching it changes nothing
+    "patch_imported_judge": (sol("def forward(self, x):\n    return torch.zeros(x.shape[0], self.lin.out_features)\n",
+                                 head="import evaluate\nevaluate._compare = lambda *a, **k: (True, 0.0, 0.0)\n"),
+                             "incorrect"),
+    # slow the reference down with a patch that removes itself after one use
+    "self_removing_patch": (sol("""
+        def forward(self, x):
+            import time
+            import torch.nn.functional as F
+            real = F.linear
+            def slow(*a, **k):
+                F.linear = real
+                time.sleep(0.005)
+                return real(*a, **k)
+            F.linear = slow
+            return torch.relu(x @ self.lin.weight.T + self.lin.bias) * 2.0
+        """), "cheat:patched"),
+    # a global forward hook that turns every module's output (the reference's too) into zeros
+    "global_hook": (sol("def forward(self, x):\n    return torch.zeros(x.shape[0], self.lin.out_features)\n",
+                        head="import torch.nn.modules.module as mm\n"
+                             "mm.register_module_forward_hook(lambda m, i, o: torch.zeros_like(o))\n"),
+                    "cheat:patched"),
+    # write a record on the judge's pipe (any socket it finds) and die before the real one
+    "forged_record": (sol("""
+        def forward(self, x):
+            import os, pickle, stat, struct
+            rec = pickle.dumps(("record", {"status": "ok", "ref_ms": 1.0, "sol_ms": 0.001, "message": ""}))
+            for fd in range(3, 256):
+                try:
+                    if stat.S_ISSOCK(os.fstat(fd).st_mode):
+                        os.write(fd, struct.pack("!i", len(rec)) + rec)
+                except OSError:
+                    pass
+            os._exit(0)
+        """), "cheat:forged_record"),
+    "sleeps_2ms": (sol("def forward(self, x):\n    import time\n    time.sleep(0.002)\n"
+                       "    return torch.relu(self.lin(x)) * 2.0\n"), "ok"),
+    "namedtuple_at_import": (sol("def forward(self, x):\n    return P(torch.relu(self.lin(x)) * 2.0, 0).y\n",
+                                 head="import collections\nP = collections.namedtuple('P', 'y z')\n"), "ok"),
+}
+CASES.update(ATTACKS)
+
 
 @pytest.fixture(scope="module")
 def tasks(tmp_path_factory):
@@ -160,6 +285,7 @@ def tasks(tmp_path_factory):
     d.mkdir()
     (d / "1_Affine.py").write_text(TASK)
     (d / "2_Copy.py").write_text(COPY_TASK)
+    (d / "3_Spy.py").write_text(SPY_TASK.replace("SPY_FILE", repr(str(d / "spy.txt"))))
     return d
 
 
@@ -181,20 +307,39 @@ def records(tasks, tmp_path_factory):
         """), "ok")
     cases["alias"] = ("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x\n",
                       "cheat:aliasing")
-    pairs = [(str(tasks / ("2_Copy.py" if n == "alias" else "1_Affine.py")), src) for n, (src, _) in cases.items()]
+    cases["global_state"] = (GLOBAL_STATE, "ok")
+    task_of = {"alias": "2_Copy.py", "global_state": "3_Spy.py"}
+    pairs = [(str(tasks / task_of.get(n, "1_Affine.py")), src) for n, (src, _) in cases.items()]
     recs = evaluate.judge_many(pairs, **FAST)
     return {n: r for n, r in zip(cases, recs)}, counter
 
 
-@pytest.mark.parametrize("name", [n for n in CASES if n != "hang"] + ["content_cache", "alias"])
+@pytest.mark.parametrize("name", [n for n in CASES if n != "hang"] + ["content_cache", "alias", "global_state"])
 def test_case(records, name):
     recs, _ = records
-    expected = CASES[name][1] if name in CASES else {"content_cache": "ok", "alias": "cheat:aliasing"}[name]
+    expected = CASES[name][1] if name in CASES else {"content_cache": "ok", "alias": "cheat:aliasing",
+                                                     "global_state": "ok"}[name]
     r = recs[name]
     assert r["status"] == expected, (r["status"], r["message"])
     assert r["correct"] == (expected == "ok")
     if expected == "ok":
         assert r["speedup"] > 0 and r["ref_ms"] > 0 and r["sol_ms"] > 0 and r["max_abs_err"] < 1e-3
+
+
+def test_global_state_never_reaches_the_reference(records, tasks):
+    """The solution sets one thread, deterministic mode and float64 at import and in every call;
+    the reference (the task logs what it sees) must find the worker's own settings each time."""
+    seen = (tasks / "spy.txt").read_text().splitlines()
+    assert len(seen) > 10 and len(set(seen)) == 1, set(seen)
+    threads, deterministic, dtype = seen[0].split()
+    assert deterministic == "False" and dtype == "torch.float32"
+    assert int(threads) == torch.get_num_threads() or os.cpu_count() == 1
+
+
+def test_sleeping_solution_reads_slower(records):
+    """A solution that sleeps 2 ms on a task of ~0.1 ms must read below 1x: the clock sees it."""
+    r = records[0]["sleeps_2ms"]
+    assert r["sol_ms"] > 2.0 and r["speedup"] < 1.0
 
 
 def test_content_cache_never_hits(records):
@@ -204,7 +349,9 @@ def test_content_cache_never_hits(records):
 
 
 def test_build_error_carries_compiler_message(records):
-    assert "error" in records[0]["build_error"]["message"].lower()
+    """The compiler's own words reach the record: g++ names the line and what it expected."""
+    msg = records[0]["build_error"]["message"]
+    assert "error: expected" in msg and ".cpp:1:" in msg, msg
 
 
 def test_crash_messages(records):
@@ -247,6 +394,23 @@ def test_tolerance_rule():
         ok, _, ratio = evaluate._compare(out, ref, strict)
         ok7, _, ratio7 = evaluate._compare(out, ref, strict, chunk=7)
         assert ok == (ratio <= 1) and ok7 == ok and ratio7 == pytest.approx(ratio)
+
+
+def test_matching_infinities_pass():
+    ref = torch.tensor([1.0, float("inf"), -float("inf"), 2.0])
+    assert evaluate._compare(ref.clone(), ref, dict(evaluate.STRICT))[0]
+    for bad in ([1.0, -float("inf"), -float("inf"), 2.0], [1.0, 3e38, -float("inf"), 2.0],
+                [1.0, float("inf"), -float("inf"), float("inf")], [1.0, float("inf"), float("nan"), 2.0]):
+        assert not evaluate._compare(torch.tensor(bad), ref, dict(evaluate.STRICT))[0], bad
+
+
+def test_reference_judged_as_its_own_solution_reads_1x(tasks):
+    """An A/A test: the reference as its own solution reads 1x within the noise of a shared 2-core
+    machine (one worker, ~300 rounds; on the H200 the spread is measured in results/)."""
+    src = TASK + "\n\nclass ModelNew(Model):\n    pass\n"
+    r = evaluate.judge_many([(str(tasks / "1_Affine.py"), src)],
+                            **{**FAST, "iters": 400, "min_iters": 100, "time_budget": 2.0})[0]
+    assert r["status"] == "ok" and 0.7 < r["speedup"] < 1 / 0.7, r
 
 
 def test_cpu_solution_not_timed_on_gpu():
@@ -422,15 +586,46 @@ LATE_WRITE = sol("""
     """)
 
 
+GRAPH = sol("""
+    def forward(self, x):
+        if not hasattr(self, 'graph'):  # a CUDA graph of the whole forward, captured on the first call
+            self.x = x.clone()
+            s = torch.cuda.Stream()
+            s.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(s):
+                torch.relu(self.lin(self.x)) * 2.0
+            torch.cuda.current_stream().wait_stream(s)
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph):
+                self.y = torch.relu(self.lin(self.x)) * 2.0
+        self.x.copy_(x)
+        self.graph.replay()
+        return self.y.clone()
+    """)
+
+
 @pytest.mark.gpu
 def test_gpu_cheats(tasks):
     gpu = dict(FAST, device="cuda")
-    pairs = [(str(tasks / "1_Affine.py"), s) for s in
-             (SIDE, f"import cudal1\nlib = cudal1.load_kernel({ILLEGAL!r}, 'cuda')\n" +
-              sol("def forward(self, x):\n    lib.run()\n    return x\n"), LATE_WRITE, HONEST)]
-    recs = evaluate.judge_many(pairs, **gpu)
-    print([(r["status"], r["message"][:100]) for r in recs])
-    assert recs[0]["status"] == "cheat:side_stream"
-    assert recs[1]["status"] == "runtime_error"
-    assert recs[2]["status"] in ("cheat:output_changed", "cheat:side_stream", "incorrect")
-    assert recs[3]["status"] == "ok"
+    cases = {"side_stream": (SIDE, {"cheat:side_stream"}),
+             "illegal_address": (f"import cudal1\nlib = cudal1.load_kernel({ILLEGAL!r}, 'cuda')\n" +
+                                 sol("def forward(self, x):\n    lib.run()\n    return x\n"), {"runtime_error"}),
+             "late_write": (LATE_WRITE, {"cheat:output_changed", "cheat:side_stream", "incorrect"}),
+             "honest": (HONEST, {"ok"}), "cuda_graph": (GRAPH, {"ok"}),
+             **{n: (ATTACKS[n][0], {ATTACKS[n][1]}) for n in ("stack_walk", "gc_scan", "self_removing_patch",
+                                                             "predict_inputs", "forged_record")}}
+    recs = evaluate.judge_many([(str(tasks / "1_Affine.py"), src) for src, _ in cases.values()], **gpu)
+    for (name, (_, want)), r in zip(cases.items(), recs):
+        print(name, r["status"], r["message"][:100])
+    assert all(r["status"] in want for (_, want), r in zip(cases.values(), recs))
+
+
+@pytest.mark.gpu
+def test_gpu_reference_as_its_own_solution_reads_1x(tasks):
+    """A/A on the GPU, where the clock's floor (~15 us) is most of a tiny task's time: both the
+    floored and the raw ratio stay within the spread measured in results/h200-judge-noise.md."""
+    src = TASK + "\n\nclass ModelNew(Model):\n    pass\n"
+    recs = evaluate.judge_many([(str(tasks / "1_Affine.py"), src)] * 3,
+                               **{**FAST, "device": "cuda", "iters": 1000, "min_iters": 200, "time_budget": 1.0})
+    print([(round(r["speedup"], 3), round(r["speedup_raw"], 3), round(r["floor_ms"], 4)) for r in recs])
+    assert all(r["status"] == "ok" and 0.8 < r["speedup"] < 1.25 and 0.9 < r["speedup_raw"] < 1.1 for r in recs)
