@@ -27,6 +27,8 @@ name = gpu.split()[-1].lower() if gpu else "cpu"
 out = a.out or os.path.join(evaluate.ROOT, "results", f"{name}-judge-noise")
 pairs = [(t, open(t).read() + f"\n\nclass ModelNew(Model):  # A/A copy {k}\n    pass\n")
          for t in a.tasks for k in range(a.repeats)]
+if os.path.exists(out + ".jsonl"):  # an A/A run is always fresh: never resume from an older judge's records
+    os.remove(out + ".jsonl")
 records = evaluate.judge_many(pairs, out=out, progress=True, time_budget=a.time_budget,
                               command="python " + " ".join(sys.argv))
 
