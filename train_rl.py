@@ -170,19 +170,27 @@ if resumed and "optimizer" in meta:  # a fresh run starts a fresh optimizer: SFT
         g["lr"] = args.lr
 
 # ---- tasks: those whose plain prompt leaves room for an answer
+# Held-out tasks never enter: not as RL tasks, so not as bank seeds, prompts or exemplars either.
 if args.rl_tasks == "all":
-    tasks = set()
+    tasks, held = set(), set()
     for path in glob.glob(os.path.join(args.kernels, "level*", "*.py")):
         level, stem = os.path.basename(os.path.dirname(path)), os.path.basename(path)[:-3]
         task = os.path.join(args.tasks, level, re.sub(r"\.v\d+$", "", stem) + ".py")  # 19_ReLU.v2 -> 19_ReLU
-        if os.path.exists(task) and runs_here(read(path)):
+        if os.path.exists(task) and cudal1.held_out(task):
+            held.add(task)
+        elif os.path.exists(task) and runs_here(read(path)):
             tasks.add(task)
     tasks = sorted(tasks)
+    if held:
+        say(f"left out {len(held)} held-out task(s) (cudal1.held_out): {', '.join(sorted(held))}")
 else:
     tasks = [os.path.join(args.tasks, t) for t in args.rl_tasks.split(",") if t]
     missing = [t for t in tasks if not os.path.exists(t)]
     if missing:
         raise SystemExit(f"--rl-tasks: no such task file(s): {', '.join(missing)}")
+    held = [t for t in tasks if cudal1.held_out(t)]
+    if held:
+        raise SystemExit(f"--rl-tasks: held-out task(s), never trained on (cudal1.held_out): {', '.join(held)}")
 too_long = [t for t in tasks
             if len(tok.encode_prompt(cudal1.plain_prompt(read(t), target))) + args.min_answer_tokens > cfg.block_size]
 if too_long:

@@ -160,11 +160,16 @@ def runs_here(source):
 
 
 def load_examples(kernels_dir, tasks_dir):
-    """One (task, prompt, answer) per solution file; its prompt names where the solution runs."""
-    examples = []
+    """One (task, prompt, answer) per solution file; its prompt names where the solution runs.
+    Solutions of held-out tasks are left out here, so no SFT pair, contrastive exemplar, stage-2
+    task or tokenizer text comes from them: everything below is built from these examples."""
+    examples, held = [], []
     for path in sorted(glob.glob(os.path.join(kernels_dir, "level*", "*.py"))):
         level, stem = os.path.basename(os.path.dirname(path)), os.path.basename(path)[:-3]
         task = os.path.join(tasks_dir, level, re.sub(r"\.v\d+$", "", stem) + ".py")  # 19_ReLU.v2 -> 19_ReLU
+        if cudal1.held_out(task):
+            held.append(path)
+            continue
         source = read(path)
         kind = cudal1.solution_kind(source)
         if kind not in args.kinds.split(","):
@@ -184,6 +189,8 @@ def load_examples(kernels_dir, tasks_dir):
         where = target if runs_here(source) else ("CPU" if kind == "cpp" else "NVIDIA GPU")
         examples.append(dict(task=task, path=path, where=where, prompt=cudal1.plain_prompt(read(task), where),
                              answer=answer, code=code))
+    if held:
+        say(f"left out {len(held)} solution(s) of held-out tasks (cudal1.held_out): {', '.join(held)}")
     return examples
 
 
@@ -241,6 +248,9 @@ else:
     missing = [t for t in sample_tasks if not os.path.exists(t)]
     if missing:
         raise SystemExit(f"--sample-tasks: no such task file(s): {', '.join(missing)}")
+    held = [t for t in sample_tasks if cudal1.held_out(t)]
+    if held:
+        raise SystemExit(f"--sample-tasks: held-out task(s), never trained on (cudal1.held_out): {', '.join(held)}")
 selftrain_path = os.path.join(args.out, "selftrain.jsonl")
 kept = [json.loads(line) for line in open(selftrain_path)] if os.path.exists(selftrain_path) else []
 speedups = load_speedups(args.speedups)
@@ -582,6 +592,7 @@ def write_report(path):
     mfu = 100 * steady[len(steady) // 2][1] / (peak * world) if steady and peak else None
     summary = dict(command="python " + " ".join(sys.argv), env=env, world=world, dtype=str(dtype), settings=vars(args),
                    params=raw_model.num_params(), tokens_per_solution=n_tok / len(examples), solutions=len(examples),
+                   solution_files=[e["path"] for e in examples], sample_tasks=sample_tasks,  # what it trained on
                    stage1=dict(steps=len(speeds), tokens_per_s=tok_s, mfu_percent=mfu), stage2=rounds)
     sp = lambda v: "-" if v is None else f"{v:.2f}x"
     lines = [f"# train_sft.py on {env['gpu']}", "",

@@ -1,0 +1,136 @@
+"""The held-out split (cudal1.held_out): what it holds, and that no training input touches it --
+not kernels/ solutions as SFT pairs or exemplars, not stage-2 or RL task lists, not bank seeds,
+not generated training tasks."""
+import ast
+import json
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import cudal1
+from kernelbench import generate as gen
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LEVEL2 = {int(f.split("_")[0]): f for f in os.listdir(os.path.join(ROOT, "kernelbench", "level2"))
+          if f[0].isdigit() and f.endswith(".py")}
+HELD = "level2/" + LEVEL2[83]  # held out, and kernels/level2 holds a solution of it
+TRAIN = "level1/19_ReLU.py"
+SOLUTION = '''"""clamp_min(0) is ReLU without the activation dispatch."""
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return x.clamp_min(0)
+'''
+
+
+def test_level2_ids_are_the_documented_draw():
+    r = random.Random(14)
+    assert cudal1.HELD_OUT_LEVEL2 == tuple(5 * b + 1 + r.randrange(5) for b in range(20))
+    assert all(i in LEVEL2 for i in cudal1.HELD_OUT_LEVEL2)
+
+
+def test_held_out_names_tasks_solutions_and_keys(tmp_path):
+    assert cudal1.held_out(HELD) and cudal1.held_out(os.path.join(ROOT, "kernelbench", HELD))
+    assert cudal1.held_out("kernels/" + HELD[:-3] + ".v2.py")  # a solution names its task
+    assert not cudal1.held_out(TRAIN) and not cudal1.held_out("level1/" + LEVEL2[83])  # ids are per level
+    assert not cudal1.held_out("level2/" + LEVEL2[12])
+    # a generated task file is placed by the metadata the generator writes beside it
+    held = gen.tasks(0, 1, "cpu", "held_out")[0]
+    train = gen.tasks(0, 1, "cpu", "train")[0]
+    for name, source, meta in (held, train):
+        gen.write(str(tmp_path / "gen"), name, source, meta)
+        assert cudal1.held_out(str(tmp_path / "gen" / f"{name}.py")) == meta["held_out"] == cudal1.held_out(meta)
+    assert held[2]["held_out"] and not train[2]["held_out"]
+    (tmp_path / "gen" / "1_Orphan.py").write_text("")
+    with pytest.raises(ValueError):  # no levelN folder and no metadata: refuse to guess
+        cudal1.held_out(str(tmp_path / "gen" / "1_Orphan.py"))
+
+
+def test_generated_split():
+    train = gen.tasks(0, 1500, "cpu", "train")
+    held = gen.tasks(0, 60, "cpu", "held_out")
+    assert held == gen.tasks(0, 60, "cpu", "held_out")  # deterministic, on demand
+    assert not any(cudal1.held_out(m) for _, _, m in train) and all(cudal1.held_out(m) for _, _, m in held)
+    # the held-out tasks never appear among the training seeds' tasks, by seed or by source
+    assert not {m["seed"] for _, _, m in held} & {m["seed"] for _, _, m in train}
+    assert not {gen.normalise(s) for _, s, _ in held} & {gen.normalise(s) for _, s, _ in train}
+    # every held-out combination is met, and each of its moves is taught in other company
+    seen = {frozenset(m["moves"]) for _, _, m in held}
+    assert seen == set(cudal1.HELD_OUT_MOVES)
+    taught = {move for _, _, m in train for move in m["moves"]}
+    assert set().union(*cudal1.HELD_OUT_MOVES) <= taught and set(gen.MOVES) <= taught
+    # the split is a property of the seed: both size profiles agree
+    for _, _, m in held[:20] + train[:200]:
+        assert gen.generate(m["seed"], "gpu")[2]["held_out"] == m["held_out"]
+
+
+def script_defaults(script, names):
+    """The module-level assignments `names` of a training script, evaluated without running it."""
+    tree = ast.parse(open(os.path.join(ROOT, script)).read())
+    env = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) in names for t in node.targets):
+            exec(compile(ast.Module([node], []), script, "exec"), env)
+    return env
+
+
+def test_default_task_lists_hold_no_held_out_task():
+    sft = script_defaults("train_sft.py", ("FIRST_SLICE", "DEFAULTS"))["DEFAULTS"]
+    rl = script_defaults("train_rl.py", ("CPU_TASKS", "GPU_TASKS", "DEFAULTS"))["DEFAULTS"]
+    lists = [d["sample_tasks"] for d in sft.values()] + [d["rl_tasks"] for d in rl.values()]
+    tasks = [t for tl in lists for t in tl.split(",")]
+    assert tasks and not [t for t in tasks if cudal1.held_out(t)]
+
+
+def test_sft_leaves_held_out_solutions_out(tmp_path):
+    # the real library: every kernels/ solution of a held-out task is left out, and the run's
+    # report lists the solutions and stage-2 tasks it trained on
+    expect = sorted(os.path.join("kernels", level, f) for level in os.listdir(os.path.join(ROOT, "kernels"))
+                    for f in os.listdir(os.path.join(ROOT, "kernels", level))
+                    if f.endswith(".py") and cudal1.held_out(os.path.join(level, f)))
+    assert expect, "kernels/ holds no held-out solution: this test would prove nothing"
+    cmd = [sys.executable, os.path.join(ROOT, "train_sft.py"), "--kernels", "kernels", "--tasks", "kernelbench",
+           "--kinds", "cuda,cpp,pytorch", "--device", "cpu", "--n-layer", "1", "--n-head", "2", "--n-embd", "32",
+           "--block-size", "16384", "--vocab-size", "259", "--steps", "0", "--rounds", "0",
+           "--speedups", "results/h200.jsonl", "--out", str(tmp_path / "out")]
+    p = subprocess.run(cmd + ["--sample-tasks", "all"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert f"left out {len(expect)} solution(s) of held-out tasks (cudal1.held_out): {', '.join(expect)}" in p.stdout
+    report = json.load(open(tmp_path / "out" / "report.json"))
+    assert report["solution_files"] and report["sample_tasks"]
+    assert not [f for f in report["solution_files"] + report["sample_tasks"] if cudal1.held_out(f)]
+    p = subprocess.run(cmd + ["--sample-tasks", f"{TRAIN},{HELD}"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0 and "--sample-tasks: held-out task(s), never trained on" in p.stderr, p.stdout + p.stderr
+
+
+def test_rl_leaves_held_out_tasks_and_seeds_out(tmp_path):
+    tok = cudal1.Tokenizer()
+    cfg = cudal1.Config(vocab_size=tok.vocab_size, block_size=4096, n_layer=1, n_head=2, n_kv_head=2, n_embd=32, n_hidden=64)
+    torch.manual_seed(0)
+    cudal1.save_checkpoint(str(tmp_path / "sft"), cudal1.Transformer(cfg), tok, {"step": 0, "round": 1})
+    records = []
+    for task in (TRAIN, HELD):  # a solution of each, judged correct on this device: candidates for the bank
+        path = tmp_path / "kernels" / task
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(SOLUTION)
+        records.append(json.dumps(dict(task=task, solution=str(path), status="ok", correct=True, speedup=2.0,
+                                       env={"device": "cpu"})) + "\n")
+    (tmp_path / "records.jsonl").write_text("".join(records))
+    cmd = [sys.executable, os.path.join(ROOT, "train_rl.py"), "--init", str(tmp_path / "sft"), "--device", "cpu",
+           "--kernels", str(tmp_path / "kernels"), "--tasks", os.path.join(ROOT, "kernelbench"), "--steps", "0",
+           "--min-answer-tokens", "512", "--seed-bank", str(tmp_path / "records.jsonl")]
+    p = subprocess.run(cmd + ["--rl-tasks", "all", "--out", str(tmp_path / "rl")], cwd=ROOT, capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert "left out 1 held-out task(s)" in p.stdout and "bank seeded with 1 judged" in p.stdout, p.stdout
+    bank = cudal1.Bank(str(tmp_path / "rl" / "bank.jsonl"))
+    assert list(bank.entries) == [TRAIN] and len(bank.entries[TRAIN]) == 2  # the reference and the seed
+    p = subprocess.run(cmd + ["--rl-tasks", f"{TRAIN},{HELD}", "--out", str(tmp_path / "rl2")], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0 and "--rl-tasks: held-out task(s), never trained on" in p.stderr, p.stdout + p.stderr
