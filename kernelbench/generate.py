@@ -423,7 +423,7 @@ def draw(seed, size="gpu"):
     weights = {k: w for k, (w, _) in OPS.items()}
     names = set()
     while len(spec["ops"]) < n:
-        for _ in range(20):  # elementwise ops are valid anywhere, so this finds one at once
+        for _ in range(20):  # elementwise ops are valid anywhere: a few tries find a valid op
             op = _draw_op(rng, _pick(rng, weights), state)
             new = step(state, op)
             if new is not None and not (op["kind"] == "residual" and not spec["ops"]):
@@ -454,8 +454,7 @@ def _fmt(shape, batch="B"):
 
 
 def _wrap(line, width=110):
-    """A long call or list cut after commas, continued under its first argument (black's hanging style
-    would do too; this is what KernelBench's files do)."""
+    """A long call or list cut after commas and continued under its first argument, as in KernelBench."""
     if len(line) <= width:
         return [line]
     start = min(i for i in (line.find("("), line.find("[")) if i >= 0) + 1
