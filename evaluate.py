@@ -14,16 +14,22 @@ then take turns on the GPU: the parent hands out one "go" at a time, so no two s
 timed together. A crash, hang, illegal address or OOM kills only its worker, and still yields a record.
 
 Correctness: `trials` fresh input sets (new contents, new addresses) made on the device from a
-seed, half before and half after timing; every timed call's output is checked too. The reference
+seed the OS draws for each set, half before and half after timing; every timed call's output is
+checked too, against a reference computed only after the solution's call. The reference
 for checking runs in true fp32 (TF32 off); the strict rule is |out - ref| <= atol*rms(ref) + rtol*|ref|
 with atol = rtol = 1e-4 (KernelBench's looser absolute rule with 1e-2 via --tolerance kernelbench).
 Models stay in training mode, as KernelBench leaves them (BatchNorm uses batch statistics).
 
 Timing: every call is timed on the host clock with a full device synchronize before and after it,
-so work on side streams cannot escape the clock; the cost of one trivial launch + synchronize (the
-"floor", ~15 us) is measured in the same process and subtracted from every median. L2 is flushed and
-backend flags reset to PyTorch's defaults before each call; reference and solution run in random
-order each round. speedup = reference median / solution median, both from one process. With
+so work on side streams cannot escape the clock. L2 is flushed, global settings reset and the rules
+checked before each call; reference, solution and the "floor" (one trivial launch: what a call that
+does nothing costs, reported beside, not subtracted) run in random order each round.
+speedup = reference median / solution median, both from one process.
+
+The solution runs in this process, so the worker holds nothing it could use (see Worker, Snapshot,
+_install_guard): no predictable inputs, no reference output of its inputs, no judge reachable by
+name; reading frames or scanning objects ends it as cheat:introspection. Native code can still read
+and write the whole process: the judge stops Python-level tricks, not a determined native attacker. With
 --compile, each task's torch.compile'd reference is timed the same way in a reference-only worker
 (compilation starts threads and workers of its own that must not share a process with a solution).
 """
@@ -515,7 +521,7 @@ class Worker:
         return out
 
     def trivial(self):
-        """One launch of a 1-element add: timed like a model, it is the clock's own cost (the floor)."""
+        """One launch of a 1-element add: timed like a model, it is what a call that does no work costs."""
         return self.one.add_(1)
 
     # ---- the rules
@@ -654,8 +660,7 @@ class Worker:
                 self.checked_trial(k)
 
         # Timed rounds: reference, solution, compiled reference and the floor (one trivial launch:
-        # the clock's own cost, measured among the calls it is subtracted from) in an order the OS
-        # draws each round.
+        # the cost of a call that does nothing, in the same conditions) in an order the OS draws.
         models = {"ref": self.ref, "sol": self.new, "compiled": self.compiled, "floor": self.trivial if self.cuda else None}
         who = [w for w, m in models.items() if m is not None]
         times = {w: [] for w in who}
@@ -686,16 +691,15 @@ class Worker:
             rec["max_abs_err"] = max(e[0] for e in self.errors)
             rec["err_vs_tol"] = max(e[1] for e in self.errors)  # <= 1 passes
 
-        # The floor is subtracted from every median (*_ms); *_raw_ms keep the clock's reading.
-        floor = statistics.median(times.pop("floor")) if "floor" in times else 0.0
-        rec["floor_ms"] = floor * 1e3
+        # Medians as the clock read them. The floor (a trivial launch + sync in the same conditions)
+        # is reported, not subtracted: it is 35-50 us in the judge, as much as a whole ReLU call, and an
+        # A/A test read 0.29-3.4x on ReLU with it subtracted against 0.94-0.97x without.
         for w, ts in times.items():
             med = statistics.median(ts)
             q = statistics.quantiles(ts, n=4) if len(ts) > 1 else [med, med, med]
-            name = {"ref": "ref", "sol": "sol", "compiled": "compile"}[w]
-            rec[f"{name}_ms"] = max(med - floor, 1e-6) * 1e3
+            name = {"ref": "ref", "sol": "sol", "compiled": "compile", "floor": "floor"}[w]
+            rec[f"{name}_ms"] = med * 1e3
             rec[f"{name}_iqr_ms"] = (q[2] - q[0]) * 1e3
-            rec[f"{name}_raw_ms"] = med * 1e3
         rec["rounds"] = len(times["ref"])
         return rec
 
@@ -852,8 +856,7 @@ def judge_many(pairs, out=None, progress=False, command=None, **kw):
         task, sol = files[i]
         rec = {"task": keys[i][0], "solution": keys[i][1], **rec}
         if "speedup" not in rec and rec.get("status") == "ok" and "sol_ms" in rec:
-            rec["speedup"] = rec["ref_ms"] / rec["sol_ms"]  # both less the floor
-            rec["speedup_raw"] = rec["ref_raw_ms"] / rec["sol_raw_ms"]  # as the clock read them
+            rec["speedup"] = rec["ref_ms"] / rec["sol_ms"]
         rec["correct"] = rec.get("status") == "ok" and sol is not None
         rec.setdefault("speedup", None)
         rec.update(wall_s=round(time.time() - w["t0"], 2), command=command, tolerance=f"{opts['tolerance']} atol={opts['atol']:g} rtol={opts['rtol']:g}",
@@ -1120,9 +1123,10 @@ def write_report(out, records):
              f"torch {env.get('torch')} (CUDA {env.get('cuda')}), python {env.get('python')}",
              f"- tolerance: {records[0]['tolerance'] if records else ''} (strict: atol scaled by rms(ref); "
              "reference for checking in fp32 with TF32 off)",
-             "- timing: host clock around each call with a full device synchronize, minus the floor of one "
-             "trivial launch + synchronize; fresh inputs and an L2 flush before every call; eager reference "
-             "timed with PyTorch's default flags; models in training mode (as KernelBench)",
+             "- timing: host clock around each call with a full device synchronize, as read; the floor (one "
+             "trivial launch + synchronize, timed among the rounds) is shown, not subtracted; inputs drawn "
+             "from the OS's randomness and an L2 flush before every call; eager reference timed with "
+             "PyTorch's default flags; models in training mode (as KernelBench)",
              f"- records: {len(records)}",
              "- flags: constant (same output for different inputs), stochastic (differs beyond tolerance on "
              "the same input), nondeterministic (bitwise different on the same input: runs before the tolerance "
@@ -1139,12 +1143,13 @@ def write_report(out, records):
                 if name == "speedup" or any(r.get("speedup_compile") for r in records):
                     lines.append(f"| {scope} | {sm['correct']}/{sm['tasks']} | {vs} | {x['mean']:.2f}x | {x['median']:.2f}x | "
                                  f"{x['geomean']:.2f}x | {x['fast_1']:.0%} | {x['fast_1_5']:.0%} |")
-        lines += ["", "| task | solution | status | err/tol | ref ms | ref IQR | sol ms | sol IQR | rounds | speedup | vs compile | flags |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        lines += ["", "| task | solution | status | err/tol | ref ms | ref IQR | sol ms | sol IQR | floor ms | rounds | speedup | vs compile | flags |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in records:
             lines.append(f"| {r['task']} | {os.path.basename(r['solution'] or '')} | {r['status']} | "
                          f"{_f(r.get('err_vs_tol'), '{:.2f}')} | {_f(r.get('ref_ms'), '{:.4f}')} | {_f(r.get('ref_iqr_ms'), '{:.4f}')} | "
-                         f"{_f(r.get('sol_ms'), '{:.4f}')} | {_f(r.get('sol_iqr_ms'), '{:.4f}')} | {r.get('rounds', '')} | "
+                         f"{_f(r.get('sol_ms'), '{:.4f}')} | {_f(r.get('sol_iqr_ms'), '{:.4f}')} | "
+                         f"{_f(r.get('floor_ms'), '{:.4f}')} | {r.get('rounds', '')} | "
                          f"{_f(r.get('speedup'), '{:.2f}x')} | "
                          f"{_f(r.get('speedup_compile'), '{:.2f}x')} | {' '.join(r.get('flags', []))} |")
     else:

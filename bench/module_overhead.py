@@ -95,7 +95,7 @@ if __name__ == "__main__":
         if p.returncode:
             print(f"group {rt} failed:\n{p.stderr[-2000:]}", file=sys.stderr)
     print(f"# Our module's cost per call inside the judge (level1/22_Tanh)\n\n- command: `python bench/module_overhead.py`"
-          f"\n- commit {evaluate.commit()}; {evaluate.gpu_info()[0]}; judge at --time-budget 1; times after the judge's floor\n")
+          f"\n- commit {evaluate.commit()}; {evaluate.gpu_info()[0]}; judge at --time-budget 1; times as the judge's clock reads them\n")
     print("| variant | CUDA runtime | status | ref us | sol us | sol - ref us | speedup | rounds |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:

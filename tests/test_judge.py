@@ -622,10 +622,10 @@ def test_gpu_cheats(tasks):
 
 @pytest.mark.gpu
 def test_gpu_reference_as_its_own_solution_reads_1x(tasks):
-    """A/A on the GPU, where the clock's floor (~15 us) is most of a tiny task's time: both the
-    floored and the raw ratio stay within the spread measured in results/h200-judge-noise.md."""
+    """A/A on the GPU, where the floor (a trivial call, 35-50 us in the judge) is most of a tiny
+    task's time: the ratio stays within the spread measured in results/h200-judge-noise.md."""
     src = TASK + "\n\nclass ModelNew(Model):\n    pass\n"
     recs = evaluate.judge_many([(str(tasks / "1_Affine.py"), src)] * 3,
                                **{**FAST, "device": "cuda", "iters": 1000, "min_iters": 200, "time_budget": 1.0})
-    print([(round(r["speedup"], 3), round(r["speedup_raw"], 3), round(r["floor_ms"], 4)) for r in recs])
-    assert all(r["status"] == "ok" and 0.8 < r["speedup"] < 1.25 and 0.9 < r["speedup_raw"] < 1.1 for r in recs)
+    print([(round(r["speedup"], 3), round(r["ref_ms"], 4), round(r["floor_ms"], 4)) for r in recs])
+    assert all(r["status"] == "ok" and 0.85 < r["speedup"] < 1 / 0.85 and r["floor_ms"] < r["ref_ms"] for r in recs)
