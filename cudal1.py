@@ -24,6 +24,7 @@ import ast
 import contextlib
 import copy
 import fcntl
+import functools
 import hashlib
 import importlib.machinery
 import importlib.util
@@ -748,6 +749,25 @@ def format_answer(solution_source):
     return f"{HEADERS[0]}\n{analysis}\n\n{HEADERS[1]}\n{design}\n\n{HEADERS[2]}\n```python\n{code}\n```\n"
 
 
+@functools.lru_cache(maxsize=1 << 14)  # the bank asks for the same sources every step
+def same_code(source):
+    """What two programs have in common when they are the same code: the source with comments,
+    docstrings and layout gone (an ast round trip), so an answer that differs from a known one only
+    in its analysis or a blank line is that known one. Text that does not parse: its non-blank lines.
+    The one notion of "the same code": the judge judges it once, the bank and the copy metric match
+    on it, and generated tasks are told apart by it."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return "\n".join(line.rstrip() for line in source.splitlines() if line.strip())
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.unparse(tree)
+
+
 def parse_answer(text):
     """(ModelNew source, None) for a well-formed answer, else (None, the reason it is rejected)."""
     starts = []
@@ -861,16 +881,16 @@ class Bank:
         return list(best.values())
 
     def sources(self, task, given=False):
-        """The code the bank holds for `task` (stripped); given=True: only what it started with,
-        the reference and the seeds (step < 0)."""
-        return {e["source"].strip() for e in self.entries.get(task, []) if not given or e["step"] < 0}
+        """The code the bank holds for `task`, as same_code() keys; given=True: only what it started
+        with, the reference and the seeds (step < 0)."""
+        return {same_code(e["source"]) for e in self.entries.get(task, []) if not given or e["step"] < 0}
 
     def found(self, task):
         """The distinct correct solutions RL itself wrote: code unlike the reference's and every
         seed's. A policy that reproduces a seed is measured again, and the faster of two noisy
         measurements of the same code is no discovery."""
         given = self.sources(task, given=True)
-        return [e for e in self.correct(task) if e["source"].strip() not in given]
+        return [e for e in self.correct(task) if same_code(e["source"]) not in given]
 
     def best(self, task):
         """The correct entry with the highest speedup, or None."""

@@ -395,7 +395,7 @@ while step < args.steps:
         # a candidate is code the bank had not seen, faster than everything it had: the same code
         # measured again (noise) never is
         mine = [a for a in answers if a["task"] == t and a["record"]["correct"] and a["record"]["speedup"]
-                and a["source"].strip() not in seen[t]]
+                and cudal1.same_code(a["source"]) not in seen[t]]
         new = max(mine, key=lambda a: a["record"]["speedup"], default=None)
         if master and new and (before is None or new["record"]["speedup"] > before["record"]["speedup"]):
             write_candidate(new, step)
@@ -410,7 +410,7 @@ while step < args.steps:
     # best found by RL so far: its own code only (a copy of a seeded kernels/ solution is not counted)
     best = {key[t]: max((e["record"]["speedup"] for e in bank.found(key[t])), default=None) for t in tasks}
     good = [a for a in answers if a["record"]["correct"]]
-    copied = sum(a["source"].strip() in given[a["task"]] for a in good) / max(1, len(good))
+    copied = sum(cudal1.same_code(a["source"]) in given[a["task"]] for a in good) / max(1, len(good))
     line = dict(step=step, reward_mean=statistics.mean(rewards), reward_max=max(rewards), loss=loss,
                 stopped=sum(a["stopped"] for a in answers) / n, parsed=parsed, compiled=compiled, correct=correct,
                 copied=copied, exemplars=statistics.mean(shown) if shown else 0, best=best, suspicious=len(suspicious),

@@ -233,8 +233,8 @@ def contrastive_pairs(examples, speedups):
 
 
 def code_key(task, source):
-    """Two answers are the same solution when their code matches up to blank lines and trailing spaces."""
-    return task, "\n".join(line.rstrip() for line in source.splitlines() if line.strip())
+    """Two answers are the same solution when they are the same code for the same task."""
+    return task, cudal1.same_code(source)
 
 
 # ---- data

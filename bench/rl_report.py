@@ -77,7 +77,7 @@ for r in runs:
     given = {t: r["bank"].sources(t, given=True) for t in r["bank"].entries}
     good = [e for es in r["bank"].entries.values() for e in es  # one entry per parsed answer
             if 0 <= e["step"] < steps and e["record"].get("correct")]
-    copies = sum(e["source"].strip() in given[e["task"]] for e in good) / max(1, len(good))
+    copies = sum(cudal1.same_code(e["source"]) in given[e["task"]] for e in good) / max(1, len(good))
     md.append(f"| {r['name']} | {sum(n)} | {rate('parsed'):.0%} | {rate('compiled'):.0%} | {rate('correct'):.0%} | "
               f"{copies:.0%} | "
               f"{statistics.mean(l['reward_mean'] for l in log[:half]):+.2f} | "

@@ -39,7 +39,7 @@ KernelBench runs it (BatchNorm uses batch statistics; dropout with p > 0 is live
 meta["sites"] says where each applies (indices into meta["ops"]). The moves are not in the task
 file: the file is the prompt, and naming its moves would hand the policy the answer.
 
-How many distinct tasks (distinct = distinct normalise(source)), counted, not estimated: seeds
+How many distinct tasks (distinct = distinct cudal1.same_code(source)), counted, not estimated: seeds
 0..99,999 give 97,566 distinct tasks at cpu sizes (92,158 training, 5,408 held out) and 97,728 at
 gpu sizes (92,334 training, 5,394 held out), over ~68,740 distinct op chains
 (head and op kinds alone). The 2-3% that repeat
@@ -52,11 +52,9 @@ The held-out split is cudal1.held_out: a task whose set of moves is one of cudal
     tasks(start, n, size, split) -> [(name, source, meta)]   n tasks of 'train', 'held_out' or 'all'
     write(out_dir, name, source, meta)             NAME.py and NAME.json
     draw(seed, size) -> spec; render(spec) -> source; trace(spec) -> states; moves(spec) -> sites
-    normalise(source) -> the text two tasks are compared by
 """
 
 import argparse
-import ast
 import json
 import math
 import os
@@ -679,16 +677,6 @@ def tasks(start, n, size="gpu", split="train"):
             out.append(task)
         seed += 1
     return out
-
-
-def normalise(source):
-    """The source without docstrings, comments and layout: two tasks are the same when these match."""
-    tree = ast.parse(source)
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-            node.body = body[1:] or [ast.Pass()]
-    return ast.unparse(tree)
 
 
 def write(out_dir, name, source, meta):

@@ -286,3 +286,16 @@ def test_fresh_bank_is_seeded_with_judged_solutions_of_this_device(tmp_path):
     # find -- neither the seeded 9.0x (the library's) nor the copy's 1.5x is what RL found
     assert log["best"][TASK] is None and log["copied"] == 1.0, log
     assert not (out / "candidates" / "level1" / "19_ReLU.py").exists()
+
+
+def test_same_code_is_one_notion_for_the_bank_and_the_copy_metric(tmp_path):
+    """A seed re-emitted with another analysis, a blank line or a comment is that seed, not a find."""
+    seed = 'import torch\n\nclass ModelNew(torch.nn.Module):\n    """v1: fused."""\n    def forward(self, x):\n        return x * 2\n'
+    copy = seed.replace('"""v1: fused."""', '"""A new analysis."""').replace("    def", "\n    # twice\n    def")
+    assert cudal1.same_code(copy) == cudal1.same_code(seed) != cudal1.same_code(seed.replace("2", "3"))
+    bank = cudal1.Bank(str(tmp_path / "bank.jsonl"))
+    ok = dict(status="ok", correct=True, speedup=1.5)
+    bank.add("t", seed, ok, step=-1)
+    bank.add("t", copy, {**ok, "speedup": 1.6}, step=3)
+    bank.add("t", seed.replace("2", "2.0"), {**ok, "speedup": 1.4}, step=4)
+    assert [e["step"] for e in bank.found("t")] == [4]
