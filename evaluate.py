@@ -54,7 +54,6 @@ import sys
 import threading
 import time
 import traceback
-import types
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 if ROOT not in sys.path:
@@ -626,34 +625,39 @@ class Worker:
 
     # ---- the whole judgement
 
-    def run(self):
-        """Correctness trials, timed rounds, more trials; returns the record's measured fields."""
-        torch, opts = self.torch, self.opts
-        rec = {"flags": []}
-
-        # Degenerate references: constant output, stochastic output, or one a zero tensor passes.
+    def study_reference(self):
+        """What the task's reference is like, for the report: flags for a degenerate reference
+        (constant, stochastic, NaN, passable by zeros), the least bytes a call moves, and how far eager
+        (TF32 in cuDNN by default) is from the strict reference."""
+        torch = self.torch
         x0, x1 = self.inputs(), self.inputs()
         r0, r0b, r1 = self.reference(x0, 1), self.reference(x0, 2), self.reference(x1, 1)
+        flags = []
         for a, b, c in zip(_tensors(r0), _tensors(r0b), _tensors(r1)):
             if a.is_floating_point():
                 if a.isnan().any():
-                    rec["flags"].append("nan_ref")
+                    flags.append("nan_ref")
                 if torch.equal(a, c):
-                    rec["flags"].append("constant")
+                    flags.append("constant")
                 elif not _compare(b, a, self.tol)[0]:  # beyond tolerance: atomics' reordering is not
-                    rec["flags"].append("stochastic")
+                    flags.append("stochastic")
                 if a.numel() and _compare(torch.zeros_like(a), a, self.tol)[0]:
-                    rec["flags"].append("zeros_pass")
-        rec["flags"] = sorted(set(rec["flags"]))
+                    flags.append("zeros_pass")
         # Eager with PyTorch's default flags (TF32 in cuDNN convolutions) against the strict reference:
         # above 1 means eager itself would fail this tolerance, so a strict solution races a lower bar.
         with torch.no_grad():
             eager = self.call(self.ref, self.clone(x0), 1)[0]
-        rec["io_bytes"] = sum(t.nbytes for t in _tensors(x0) + _tensors(r0))  # the least traffic a call needs
-        rec["eager_err_vs_tol"] = max((_compare(e, a, self.tol)[2] for e, a in zip(_tensors(eager), _tensors(r0))
-                                       if a.is_floating_point()), default=0.0)
-        del x0, x1, r0, r0b, r1, eager
+        io_bytes = sum(t.nbytes for t in _tensors(x0) + _tensors(r0))  # the least traffic a call needs
+        eager_err = max((_compare(e, a, self.tol)[2] for e, a in zip(_tensors(eager), _tensors(r0))
+                         if a.is_floating_point()), default=0.0)
+        return dict(flags=sorted(set(flags)), io_bytes=io_bytes, eager_err_vs_tol=eager_err)
 
+    def run(self):
+        """Correctness trials, timed rounds, more trials; returns the record's measured fields."""
+        opts = self.opts
+        rec = {"flags": [], "screen": opts["screen"]}
+        if not opts["screen"]:
+            rec.update(self.study_reference())
         trials = opts["trials"]
         if self.new is not None:
             for k in range(trials - trials // 2):  # half the trials before timing...
@@ -764,7 +768,11 @@ def _worker_main(conn, task_path, sol_path, opts, secret):
 # the scheduler: many workers building at once, one at a time on the device
 
 DEFAULTS = dict(device=None, jobs=None, trials=6, warmup=3, iters=1000, min_iters=10, time_budget=3.0,
-                compile=False, timeout=300, seed=0, **STRICT)
+                compile=False, timeout=300, seed=0, screen=False, **STRICT)
+# RL's first pass: the same rules and checks on every call, but no study of the reference (its flags,
+# eager's own error), 2 correctness trials and a short timing; a candidate that would become a new
+# best is judged again in full before it counts (train_rl.judge).
+SCREEN = dict(screen=True, trials=2, warmup=1, min_iters=10, time_budget=0.3)
 _ctx = None
 
 
@@ -1200,9 +1208,13 @@ def main(argv=None):
                    help="strict: 1e-4 with atol scaled by rms(ref); kernelbench: 1e-2 absolute (CUDA-L1's)")
     p.add_argument("--atol", type=float, default=None, help="override the mode's atol")
     p.add_argument("--rtol", type=float, default=None, help="override the mode's rtol")
-    p.add_argument("--trials", type=int, default=DEFAULTS["trials"], help="untimed correctness trials (half before, half after timing)")
-    p.add_argument("--iters", type=int, default=DEFAULTS["iters"], help="timed rounds at most")
-    p.add_argument("--time-budget", type=float, default=DEFAULTS["time_budget"], help="seconds of timed rounds per pair (at least 10 rounds)")
+    p.add_argument("--screen", action="store_true", help="RL's cheap first pass: no study of the reference, "
+                   f"{SCREEN['trials']} trials, {SCREEN['time_budget']} s of timing (flags below still override)")
+    p.add_argument("--trials", type=int, default=None, help=f"untimed correctness trials, half before and half after "
+                   f"timing (default {DEFAULTS['trials']})")
+    p.add_argument("--iters", type=int, default=None, help=f"timed rounds at most (default {DEFAULTS['iters']})")
+    p.add_argument("--time-budget", type=float, default=None, help="seconds of timed rounds per pair, at least 10 "
+                   f"rounds (default {DEFAULTS['time_budget']})")
     p.add_argument("--timeout", type=float, default=DEFAULTS["timeout"], help="seconds for each of build and run, per pair")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--report-only", action="store_true", help="judge nothing: rewrite OUT.md/.json from all of OUT.jsonl")
@@ -1234,9 +1246,9 @@ def main(argv=None):
     tol.update({k: v for k, v in (("atol", a.atol), ("rtol", a.rtol)) if v is not None})
     out = a.out or os.path.join(ROOT, "build", "eval")
     command = "python evaluate.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    records = judge_many(pairs, out=out, progress=True, device=device, jobs=a.jobs, trials=a.trials,
-                         iters=a.iters, time_budget=a.time_budget, compile=a.compile, timeout=a.timeout,
-                         seed=a.seed, command=command, **tol)
+    given = {k: v for k, v in dict(trials=a.trials, iters=a.iters, time_budget=a.time_budget).items() if v is not None}
+    records = judge_many(pairs, out=out, progress=True, device=device, jobs=a.jobs, compile=a.compile,
+                         timeout=a.timeout, seed=a.seed, command=command, **{**(SCREEN if a.screen else {}), **given}, **tol)
     errors = [r for r in records if r["status"] == "error"]
     if errors and len(errors) == len(records):
         print(f"evaluate.py: {errors[0]['message']}", file=sys.stderr)

@@ -17,10 +17,11 @@ loop with plain prompts: the paper's ablation.
     python train_rl.py --device cpu --steps 5                # CPU: 4 small level-1 tasks (make rl: 20 steps)
 
 Everything goes to --out (out/rl): the checkpoint (as train_sft.py writes it), bank.jsonl (every
-judged answer with its record), log.jsonl (one line per step), suspicious.jsonl (speedups judged a
-second time), and candidates/levelN/NAME.py + .json: each task's best correct solution so far, with
-the analysis as its docstring and the judge's record beside it, for a person to review before
-anything goes into kernels/. Kill it any time: the same command resumes from the last checkpoint.
+judged answer with its record), log.jsonl (one line per step), rejudged.jsonl (answers judged
+again in full: would-be new bests and implausible speedups), and candidates/levelN/NAME.py + .json:
+each task's best correct solution so far, with the analysis as its docstring and the judge's
+record beside it, for a person to review before anything goes into kernels/. Kill it any time:
+the same command resumes from the last checkpoint.
 """
 
 import argparse
@@ -267,9 +268,11 @@ def make_prompt(task, rng):
 
 
 def judge(groups):
-    """Parse every answer, judge each distinct (task, code) once in one call, and judge again any
-    speedup above --max-speedup (with 2x trials, 5x iters): the second record is the one that counts.
-    Returns the answers (dicts with task, text, source, record) and the suspicious re-judgements."""
+    """Parse every answer and judge each distinct (task, code) once, in one call, in the judge's
+    screening mode (evaluate.SCREEN: every rule, fewer trials, a short timing). An answer that would
+    beat the bank's best for its task, or reads above --max-speedup, is judged again in full (the
+    study of the reference, 2x trials, 5x iters): that record is the one that counts.
+    Returns the answers (dicts with task, text, source, record) and the re-judgements."""
     answers = []
     for g in groups:
         for row in g["rows"]:
@@ -277,24 +280,29 @@ def judge(groups):
             source, reason = cudal1.parse_answer(text)
             answers.append(dict(task=g["task"], text=text, source=source, stopped=row[-1:] == [tok.end_id],
                                 record=dict(status="parse_error", message=reason, correct=False, speedup=None)))
-    pairs = list(dict.fromkeys((a["task"], a["source"]) for a in answers if a["source"] is not None))
-    opts = dict(device=str(device) if ddp else device.type, jobs=args.judge_jobs or None, trials=args.trials,
-                iters=args.iters, timeout=args.timeout)
-    records = evaluate.judge_many(pairs, **opts) if pairs else []
-    again = [i for i, r in enumerate(records) if cudal1.implausible(r, args.max_speedup)]
-    suspicious = []
-    if again:
-        second = evaluate.judge_many([pairs[i] for i in again], **{**opts, "trials": 2 * args.trials,
-                                                                     "iters": 5 * args.iters})
-        for i, r in zip(again, second):
-            suspicious.append(dict(step=step, task=key[pairs[i][0]], first=records[i]["speedup"],
-                                   second=r["speedup"], status=r["status"], source=pairs[i][1]))
-            records[i] = r
-    by_pair = dict(zip(pairs, records))
+    distinct = {}  # (task, same code) -> the first such (task, source): the same code is judged once
     for a in answers:
         if a["source"] is not None:
-            a["record"] = by_pair[(a["task"], a["source"])]
-    return answers, suspicious
+            distinct.setdefault((a["task"], cudal1.same_code(a["source"])), (a["task"], a["source"]))
+    pairs = list(distinct.values())
+    opts = dict(device=str(device) if ddp else device.type, jobs=args.judge_jobs or None, timeout=args.timeout)
+    screen = {**evaluate.SCREEN, "trials": args.trials, "iters": args.iters}
+    records = evaluate.judge_many(pairs, **opts, **screen) if pairs else []
+    best = {t: (bank.best(key[t]) or {}).get("record", {}).get("speedup") or 0.0 for t, _ in pairs}
+    again = [i for i, r in enumerate(records) if cudal1.implausible(r, args.max_speedup)
+             or (r["correct"] and r["speedup"] and r["speedup"] > best[pairs[i][0]])]
+    rejudged = []
+    if again:
+        full = evaluate.judge_many([pairs[i] for i in again], **opts, trials=2 * args.trials, iters=5 * args.iters)
+        for i, r in zip(again, full):
+            rejudged.append(dict(step=step, task=key[pairs[i][0]], first=records[i]["speedup"],
+                                 second=r["speedup"], status=r["status"], source=pairs[i][1]))
+            records[i] = r
+    by_key = {k: r for k, r in zip(distinct, records)}
+    for a in answers:
+        if a["source"] is not None:
+            a["record"] = by_key[(a["task"], cudal1.same_code(a["source"]))]
+    return answers, rejudged
 
 
 def policy_step(groups, adv):
@@ -368,7 +376,7 @@ while step < args.steps:
                            gen, tok.end_id, bool(args.cuda_graphs)) if prompts else []  # a rank may have no task this step
     groups = [dict(task=task, prompt=ids, rows=r, shown=shown) for task, (ids, shown), r in zip(mine, prompts, rows)]
     t1 = time.time()
-    answers, suspicious = judge(groups)
+    answers, rejudged = judge(groups)
     t2 = time.time()
     rewards = [cudal1.reward(a["record"]) for a in answers]  # G consecutive answers per group
     adv = cudal1.group_advantages(rewards, G, args.adv_clip, args.std_floor)
@@ -381,9 +389,9 @@ while step < args.steps:
     shown = [g["shown"] for g in groups]
     if ddp:
         parts = [None] * world
-        dist.all_gather_object(parts, (answers, suspicious, shown))
+        dist.all_gather_object(parts, (answers, rejudged, shown))
         answers = [a for p in parts for a in p[0]]
-        suspicious = [s for p in parts for s in p[1]]
+        rejudged = [s for p in parts for s in p[1]]
         shown = [n for p in parts for n in p[2]]
     best_before = {t: bank.best(key[t]) for t in set(a["task"] for a in answers)}
     seen = {t: bank.sources(key[t]) for t in best_before}
@@ -413,7 +421,7 @@ while step < args.steps:
     copied = sum(cudal1.same_code(a["source"]) in given[a["task"]] for a in good) / max(1, len(good))
     line = dict(step=step, reward_mean=statistics.mean(rewards), reward_max=max(rewards), loss=loss,
                 stopped=sum(a["stopped"] for a in answers) / n, parsed=parsed, compiled=compiled, correct=correct,
-                copied=copied, exemplars=statistics.mean(shown) if shown else 0, best=best, suspicious=len(suspicious),
+                copied=copied, exemplars=statistics.mean(shown) if shown else 0, best=best, rejudged=len(rejudged),
                 statuses=dict(Counter(r["status"] for r in recs)),
                 rejects=dict(Counter(r["message"] for r in recs if r["status"] == "parse_error").most_common(3)),
                 sample_s=round(t1 - t0, 1), judge_s=round(t2 - t1, 1), train_s=round(t3 - t2, 1),
@@ -423,7 +431,7 @@ while step < args.steps:
     say(f"step {step + 1:4d}/{args.steps} | reward mean {line['reward_mean']:+.2f} max {line['reward_max']:+.2f} | "
         f"parse {parsed:.0%} compile {compiled:.0%} correct {correct:.0%} ({copied:.0%} copies) | best {bests} | "
         f"sample {t1 - t0:.0f}s judge {t2 - t1:.0f}s train {t3 - t2:.0f}s"
-        + (f" | {len(suspicious)} judged twice" if suspicious else ""))
+        + (f" | {len(rejudged)} judged twice" if rejudged else ""))
     if master:
         with open(log_path, "a") as f:
             f.write(json.dumps(line) + "\n")
@@ -431,9 +439,9 @@ while step < args.steps:
             f.writelines(json.dumps(dict(step=step, task=key[a["task"]], reward=a["reward"], status=a["record"]["status"],
                                          message=a["record"].get("message"), stopped=a["stopped"], text=a["text"])) + "\n"
                          for a in answers)
-        if suspicious:
-            with open(os.path.join(args.out, "suspicious.jsonl"), "a") as f:
-                f.writelines(json.dumps(s) + "\n" for s in suspicious)
+        if rejudged:
+            with open(os.path.join(args.out, "rejudged.jsonl"), "a") as f:
+                f.writelines(json.dumps(s) + "\n" for s in rejudged)
 
     # ---- save; stop at the time limit (rank 0's clock decides for everyone)
     step += 1

@@ -18,7 +18,8 @@ import evaluate  # noqa: E402
 p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 p.add_argument("tasks", nargs="+", help="task files")
 p.add_argument("--repeats", type=int, default=4, help="identical solutions judged per task")
-p.add_argument("--time-budget", type=float, default=evaluate.DEFAULTS["time_budget"])
+p.add_argument("--time-budget", type=float, default=None, help="seconds of timing per worker (default: the judge's)")
+p.add_argument("--screen", action="store_true", help="judge in RL's screening mode (evaluate.SCREEN)")
 p.add_argument("--out", default="", help="default: results/<gpu>-judge-noise")
 a = p.parse_args()
 
@@ -29,7 +30,8 @@ pairs = [(t, open(t).read() + f"\n\nclass ModelNew(Model):  # A/A copy {k}\n    
          for t in a.tasks for k in range(a.repeats)]
 if os.path.exists(out + ".jsonl"):  # an A/A run is always fresh: never resume from an older judge's records
     os.remove(out + ".jsonl")
-records = evaluate.judge_many(pairs, out=out, progress=True, time_budget=a.time_budget,
+records = evaluate.judge_many(pairs, out=out, progress=True, **(evaluate.SCREEN if a.screen else {}),
+                              **({"time_budget": a.time_budget} if a.time_budget else {}),
                               command="python " + " ".join(sys.argv))
 
 lines = [f"# Judge noise (A/A): the reference judged as its own solution, {a.repeats} workers per task", "",

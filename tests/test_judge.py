@@ -289,9 +289,10 @@ def tasks(tmp_path_factory):
     return d
 
 
-@pytest.fixture(scope="module")
-def records(tasks, tmp_path_factory):
-    """Judge every case at once (hang gets a short timeout of its own, below)."""
+@pytest.fixture(scope="module", params=["full", "screen"])
+def records(tasks, tmp_path_factory, request):
+    """Judge every case at once (hang gets a short timeout of its own, below), in the full judge and
+    in RL's screening mode: each must catch every cheat."""
     counter = tmp_path_factory.mktemp("hits") / "hits.txt"
     cases = dict(CASES)
     del cases["hang"]
@@ -310,7 +311,7 @@ def records(tasks, tmp_path_factory):
     cases["global_state"] = (GLOBAL_STATE, "ok")
     task_of = {"alias": "2_Copy.py", "global_state": "3_Spy.py"}
     pairs = [(str(tasks / task_of.get(n, "1_Affine.py")), src) for n, (src, _) in cases.items()]
-    recs = evaluate.judge_many(pairs, **FAST)
+    recs = evaluate.judge_many(pairs, **{**FAST, **(evaluate.SCREEN if request.param == "screen" else {})})
     return {n: r for n, r in zip(cases, recs)}, counter
 
 

@@ -244,7 +244,7 @@ def test_rl_steps_on_cpu_with_the_real_judge(tmp_path):
 
 def test_rl_resumes_after_a_kill(tmp_path):
     run, out, prompts = rl_runner(tmp_path, fake_judge=True)  # the real one is tested above; this is about state
-    proc = run(2, "--max-speedup", "1.2", wait=False)  # the stand-in's 1.5x is "implausible": judged twice
+    proc = run(2, "--max-speedup", "1.2", wait=False)  # the stand-in's 1.5x is "implausible" (and a new best): judged twice
     deadline = time.time() + 120
     while time.time() < deadline and proc.poll() is None:  # kill once the step-1 checkpoint is on disk
         if (out / "config.json").exists() and json.load(open(out / "config.json")).get("step") == 1:
@@ -259,7 +259,7 @@ def test_rl_resumes_after_a_kill(tmp_path):
     assert [l["step"] for l in log] == [0, 1]  # each step logged once, the killed one redone
     assert json.load(open(out / "config.json"))["step"] == 2
     assert len(cudal1.Bank(str(out / "bank.jsonl")).entries["level1/19_ReLU.py"]) >= 2
-    again = [json.loads(line) for line in open(out / "suspicious.jsonl")]
+    again = [json.loads(line) for line in open(out / "rejudged.jsonl")]
     assert len(again) >= 2 and all(s["first"] == s["second"] == 1.5 and s["status"] == "ok" for s in again)
     # 1.5x beats the reference's 1.00x: the task's best answer is a candidate, with its record
     cand = json.load(open(out / "candidates" / "level1" / "19_ReLU.json"))
