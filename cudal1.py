@@ -459,10 +459,10 @@ class Transformer(nn.Module):
 # -----------------------------------------------------------------------------
 # sampling and log-probs
 
-def sample_next(logits, temperature=1.0, top_k=0, top_p=1.0, generator=None):
-    """One token id per row of logits (B, vocab); temperature 0 is greedy."""
-    if temperature == 0:
-        return logits.argmax(-1)
+def filter_logits(logits, temperature=1.0, top_k=0, top_p=1.0):
+    """The distribution sampling draws from, as logits (B, vocab): scaled by 1/temperature, -inf
+    outside the top_k and outside the nucleus of mass top_p. Sampling and the RL log-probs both use
+    it, so the gradient is taken for the distribution the answers were drawn from."""
     logits = logits.float() / temperature
     if 0 < top_k < logits.size(-1):
         kth = logits.topk(top_k, dim=-1).values[:, -1:]
@@ -473,7 +473,15 @@ def sample_next(logits, temperature=1.0, top_k=0, top_p=1.0, generator=None):
         probs = sorted_logits.softmax(-1)
         drop = probs.cumsum(-1) - probs > top_p
         logits = logits.scatter(-1, order, sorted_logits.masked_fill(drop, -math.inf))
-    return torch.multinomial(logits.softmax(-1), 1, generator=generator).squeeze(1)
+    return logits
+
+
+def sample_next(logits, temperature=1.0, top_k=0, top_p=1.0, generator=None):
+    """One token id per row of logits (B, vocab); temperature 0 is greedy."""
+    if temperature == 0:
+        return logits.argmax(-1)
+    probs = filter_logits(logits, temperature, top_k, top_p).softmax(-1)
+    return torch.multinomial(probs, 1, generator=generator).squeeze(1)
 
 
 def cuda_graph(step, cache):
@@ -549,10 +557,12 @@ def generate(model, prompts, num_samples=1, max_new_tokens=512, temperature=1.0,
     return groups[0] if single else groups
 
 
-def answer_logprobs(model, prompt, answers):
-    """Log-probability of every answer token given the prompt, for G answers to one prompt:
-    returns (logp, mask), both (G, L) with L the longest answer, mask 1.0 on real tokens (logp is
-    0 elsewhere). Differentiable: the policy-gradient loss is built on it."""
+def answer_logprobs(model, prompt, answers, temperature=1.0, top_k=0, top_p=1.0):
+    """Log-probability of every answer token given the prompt, for G answers to one prompt, under
+    the distribution they were sampled from (filter_logits with the sampler's settings; temperature
+    0, greedy, has none: scored at 1): returns (logp, mask), both (G, L) with L the longest answer,
+    mask 1.0 on real tokens (logp is 0 elsewhere). Differentiable: the policy-gradient loss is built
+    on it."""
     device = model.lm_head.weight.device
     G, P, L = len(answers), len(prompt), max(len(a) for a in answers)
     x = torch.zeros(G, P + L, dtype=torch.long)
@@ -562,10 +572,15 @@ def answer_logprobs(model, prompt, answers):
         x[i, P:P + len(a)] = torch.tensor(a, dtype=torch.long)
         targets[i, :len(a)] = torch.tensor(a, dtype=torch.long)
     x, targets = x.to(device), targets.to(device)
-    logits = model(x[:, :-1])[:, P - 1:]  # position P-1+j predicts answer token j: (G, L, vocab)
-    logp = -F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), ignore_index=-1,
-                            reduction="none").view(G, L)
-    return logp, (targets != -1).float()
+    logits = model(x[:, :-1])[:, P - 1:].float().flatten(0, 1)  # row P-1+j predicts token j: (G*L, vocab)
+    t = targets.flatten().clamp(min=0)[:, None]  # (G*L, 1)
+    temperature = temperature or 1.0
+    kept = filter_logits(logits, temperature, top_k, top_p)
+    # a sampled token is in the kept set, up to rounding between the bf16 sampler and this pass: keep it
+    kept = kept.scatter(-1, t, (logits / temperature).gather(-1, t))
+    logp = kept.log_softmax(-1).gather(-1, t).view(G, L)
+    mask = (targets != -1).float()
+    return logp * mask, mask
 
 # -----------------------------------------------------------------------------
 # checkpoints

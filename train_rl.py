@@ -316,15 +316,16 @@ def policy_step(groups, adv):
     if n_tok.item() == 0:
         return None
     model.train()
+    sampling = (args.temperature, args.top_k, args.top_p)  # the distribution the answers came from
     old, ref = {}, {}
     for epoch in range(args.ppo_epochs):
         total = 0.0
         for i, (g, a) in enumerate(live):
             with cudal1.autocast(device, dtype):
-                logp, mask = cudal1.answer_logprobs(model, g["prompt"], g["rows"])  # (G, L) each
+                logp, mask = cudal1.answer_logprobs(model, g["prompt"], g["rows"], *sampling)  # (G, L) each
                 if ref_model is not None and i not in ref:
                     with torch.no_grad():
-                        ref[i] = cudal1.answer_logprobs(ref_model, g["prompt"], g["rows"])[0]
+                        ref[i] = cudal1.answer_logprobs(ref_model, g["prompt"], g["rows"], *sampling)[0]
             old.setdefault(i, logp.detach())  # the sampling policy's log-probs: the first epoch's
             loss = cudal1.pg_loss(logp, mask, a.to(device), old[i], args.clip_eps, ref.get(i), args.kl_coef)
             loss = loss * mask.sum() / n_tok  # group mean -> its share of the batch's token mean

@@ -196,6 +196,33 @@ def test_answer_logprobs_match_full_forward(tok):
     assert model.lm_head.weight.grad is not None
 
 
+def test_answer_logprobs_under_the_sampling_distribution(tok):
+    """Scored with the sampler's temperature, top_k and top_p: an answer token's log-prob is its
+    share of the kept mass of logits/T, checked against a hand computation over the top-k set."""
+    torch.manual_seed(0)
+    model = tiny(tok.vocab_size)
+    prompt, answer = tok.encode_prompt("task"), tok.encode_answer("a longer answer")
+    with torch.no_grad():
+        logits = model(torch.tensor([prompt + answer]))[0, len(prompt) - 1:-1].float()  # (L, vocab)
+        T, k = 0.7, 5
+        top = (logits / T).topk(k, dim=-1)
+        for j, t in enumerate(answer):  # make every answer token one of the top k: it was sampled
+            if t not in top.indices[j]:
+                answer[j] = top.indices[j, 0].item()
+        logits = model(torch.tensor([prompt + answer]))[0, len(prompt) - 1:-1].float()
+        top = (logits / T).topk(k, dim=-1)
+        want = torch.stack([top.values[j].log_softmax(-1)[top.indices[j] == t].squeeze()
+                            for j, t in enumerate(answer) if t in top.indices[j]])
+    logp, _ = cudal1.answer_logprobs(model, prompt, [answer], temperature=T, top_k=k)
+    got = torch.stack([logp[0, j] for j, t in enumerate(answer) if t in top.indices[j]])
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+    plain, _ = cudal1.answer_logprobs(model, prompt, [answer])  # temperature 1, nothing cut: lower
+    assert (plain[0] <= logp[0] + 1e-6).float().mean() > 0.5
+    # a token the filter would drop (rounding between sampler and scorer) keeps a finite log-prob
+    nucleus, _ = cudal1.answer_logprobs(model, prompt, [answer], temperature=T, top_p=1e-6)
+    assert torch.isfinite(nucleus).all()
+
+
 def test_loss_falls(tok):
     torch.manual_seed(0)
     model = tiny(tok.vocab_size, block_size=256).train()
