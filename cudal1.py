@@ -941,17 +941,21 @@ def bucket_sample(entries, k=2, n_buckets=4, temperature=1.0, rng=random):
     return [e for _, e in sorted(picked, key=lambda p: p[0])]
 
 
-def group_advantages(rewards, group_size, clip=1.5, std_floor=0.1):
+def group_advantages(rewards, group_size, clip=1.5, std_floor=0.1, known=None):
     """(B*G,) rewards, G consecutive per task -> (B*G,) advantages, clipped to +-clip.
 
     GRPO's group baseline: a = (r - mean_group) / max(std_group, std_floor). The floor (in log2
     units, ~7% speed) keeps timing noise between equally fast correct answers from being blown up
     to full-size advantages; a group whose rewards are all equal gets zeros and no gradient.
     CUDA-L1 clips at 1.5 so that one outlier cannot dominate a step.
+    known: (B*G,) bools, answers whose code the bank already held (same_code): they earn no
+    advantage, so re-emitting a seed is never what the policy learns; they still count in the
+    group's mean, the bar a new answer must clear.
     """
     r = torch.as_tensor(rewards, dtype=torch.float32).view(-1, group_size)  # (B, G)
     std = r.std(1, unbiased=False, keepdim=True).clamp(min=std_floor)
-    return ((r - r.mean(1, keepdim=True)) / std).clamp(-clip, clip).view(-1)
+    adv = ((r - r.mean(1, keepdim=True)) / std).clamp(-clip, clip).view(-1)
+    return adv if known is None else adv.masked_fill(torch.as_tensor(known, dtype=torch.bool), 0.0)
 
 
 def pg_loss(logp, mask, adv, old_logp=None, clip_eps=0.0, ref_logp=None, kl_coef=0.0):

@@ -81,6 +81,14 @@ def test_group_advantages_by_hand():
 
 # ---- loss
 
+def test_known_code_earns_no_advantage():
+    """A re-emitted seed keeps its reward in the group's mean but gets advantage 0."""
+    rewards = [2.0, 0.5, -2.0, -2.0]
+    plain = cudal1.group_advantages(rewards, 4)
+    adv = cudal1.group_advantages(rewards, 4, known=[True, False, False, False])
+    assert plain[0] > 0 and adv[0] == 0 and torch.equal(adv[1:], plain[1:])
+
+
 def test_pg_loss_by_hand():
     logp = torch.tensor([[-1.0, -2.0, -9.0], [-0.5, -9.0, -9.0]], requires_grad=True)
     mask = torch.tensor([[1, 1, 0], [1, 0, 0]])
