@@ -6,9 +6,9 @@ Stage 1 trains next-token prediction on (plain prompt -> answer) pairs, one per 
 prompt is the task's reference source and the target device, the answer is the solution's docstring
 (the performance analysis), a design line and its code; the loss covers answer tokens only. Beside
 them, contrastive pairs teach the prompt format of stage 3: for a solution whose speedup the judge
-measured (--speedups, evaluate.py's records), prompts show two variants of its task no faster than
-it, with their speedups -- other solutions, the reference itself at 1.00x, or the solution
-itself -- (cudal1.contrastive_prompt) and the answer is that solution (contrastive_pairs).
+measured (--speedups, evaluate.py's records), prompts show two other variants of its task no
+faster than it, with their speedups -- other solutions or the reference itself at 1.00x, never
+the answer (cudal1.contrastive_prompt) -- and the answer is that solution (contrastive_pairs).
 Stage 2 (--rounds N) repeats: sample --num-samples answers per task to its plain prompt, and as many
 to a contrastive prompt showing the task's measured solutions, judge each parsed answer with
 evaluate.judge_many (the judge evaluate.py and the RL reward use), keep the correct ones whose code
@@ -207,14 +207,13 @@ def load_speedups(path):
 
 def contrastive_pairs(examples, speedups):
     """(example, exemplars) pairs that teach stage 3's prompt. For each measured solution at least
-    as fast as the reference: a prompt for every two of its task's variants that are no faster
-    than it -- the reference at 1.00x, the other solutions, and the solution itself (a bank that
-    already holds its task's best solution shows it) -- as (code, speedup), slowest first as
-    bucket_sample returns them; the answer is that solution. Stage 3's bank starts with these same
-    variants and bucket_sample draws two of them, so its first prompts are ones stage 1 has seen:
-    with only strictly slower variants shown, the H200's stages 2 and 3 parsed 0-3% of their
-    contrastive answers (a small model that has memorised its data writes noise for a prompt it
-    has not seen)."""
+    as fast as the reference: a prompt for every two of its task's other variants that are no
+    faster than it -- the reference at 1.00x and the other solutions, never the solution itself --
+    as (code, speedup), slowest first as bucket_sample returns them (one, when only the reference
+    is slower); the answer is that solution. An exemplar is never the answer: a prompt that shows
+    its own answer teaches copying (it did: every correct stage-3 answer was a copy). Measured before
+    this rule: with only slower variants shown, the memorised 88M policy parsed 0-3% of its
+    contrastive answers on the H200; data that teaches a skill, not a file, is the cure for that."""
     by_task = {}
     for e in examples:
         s = speedups.get(os.path.relpath(os.path.abspath(e["path"]), cudal1.ROOT))  # the judge's name for it
@@ -227,8 +226,8 @@ def contrastive_pairs(examples, speedups):
         for s, e in group:
             if s < 1.0:  # never teach an answer slower than the program it rewrites
                 continue
-            shown = [(o["code"], so) for so, o in variants if so <= s]
-            pairs += [(e, [a, b]) for a, b in itertools.combinations(shown, 2)]
+            shown = [(o["code"], so) for so, o in variants if so <= s and o is not e]
+            pairs += [(e, list(ab)) for ab in itertools.combinations(shown, 2)] or [(e, shown)]
     return pairs, by_task
 
 
