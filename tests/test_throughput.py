@@ -1,0 +1,127 @@
+"""bench/judge_throughput.py's candidate sets, built on the CPU without judging: at least 64 CUDA
+candidates over at least 8 tasks plus the PyTorch share, every source distinct (across arms and
+runs), the same (task, kind, n) in the same order in every arm, each arm on its own build route, the
+load_inline wrappers' types, the report from made-up rows, and a sample of the marked CUDA sources
+compiled by nvcc for sm_90 (skipped without nvcc)."""
+import importlib.util
+import os
+import random
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import cudal1
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+spec = importlib.util.spec_from_file_location("judge_throughput", os.path.join(ROOT, "bench", "judge_throughput.py"))
+jt = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(jt)  # definitions only: main() runs under __main__
+nvcc = pytest.mark.skipif(shutil.which(os.environ.get("NVCC", "nvcc")) is None, reason="no nvcc")
+
+
+@pytest.fixture(scope="module")
+def sets():
+    return {arm: jt.candidates(arm, 8, 0.25, "0123abcd") for arm in jt.ARMS}
+
+
+def cuda_string(source):
+    return source.split(jt.OPEN, 1)[1].split('"""', 1)[0]
+
+
+def test_same_candidates_in_every_arm(sets):
+    ks = [c["key"] for c in sets["a"]]
+    assert all([c["key"] for c in cands] == ks for cands in sets.values())
+    assert len(set(ks)) == len(ks)
+    cuda = [k for k in ks if k[1] == "cuda"]
+    assert len(cuda) >= 64 and len({k[0] for k in cuda}) >= 8
+    assert 0.24 <= 1 - len(cuda) / len(ks) <= 0.26  # the PyTorch share RL is assumed to produce
+    assert all(os.path.exists(c["task"]) for c in sets["a"])
+
+
+def test_every_source_is_new_code(sets):
+    other_run = jt.candidates("b", 8, 0.25, "4567cdef")
+    sources = [c["source"] for cands in sets.values() for c in cands] + [c["source"] for c in other_run]
+    assert len(set(sources)) == len(sources)
+    assert len({cudal1.same_code(s) for s in sources}) == len(sources)  # not even RL's "same code"
+    # load_cuda's cache key ignores comments and layout: the marker is a directive, so it stays
+    fast = [cudal1.normalise_cuda(cuda_string(c["source"])) for c in sets["b"] + other_run if c["key"][1] == "cuda"]
+    assert len(set(fast)) == len(fast)
+
+
+def test_each_arm_takes_its_route(sets):
+    for arm, cands in sets.items():
+        for c in cands:
+            s = c["source"]
+            if c["key"][1] == "pytorch":
+                assert "class ModelNew(Model):" in s and cudal1.solution_kind(s) == "pytorch"
+                continue
+            assert f"#define CANDIDATE_{arm.upper()}_" in cuda_string(s)
+            if arm == "a":
+                assert "cudal1.load_kernel(CUDA_SRC" in s and "PYBIND11_MODULE" in s and "load_cuda" not in s
+            elif arm == "b":
+                assert "cudal1.load_cuda(CUDA_SRC)" in s and "PYBIND11_MODULE" not in s
+            else:
+                assert "load_inline(" in s and "cudal1" not in s.split('"""', 2)[2]  # the docstring may name it
+                kernels = cudal1.cuda_kernels(cuda_string(s))
+                assert all(f"_ext.launch_{k})" in s and f"{k}<<<dim3(" in s for k in kernels)
+            compile(s, c["task"], "exec")
+
+
+def test_inline_wrapper_passes_each_parameter_as_declared():
+    assert jt.pointer_type("const float4* __restrict__ x") == "const float4*"
+    assert jt.pointer_type("float *__restrict y") == "float *"
+    assert jt.pointer_type("double2* ws") == "double2*"
+    assert jt.pointer_type("float d[]") == "float*"
+    assert jt.pointer_type("const void* const c") == "const void* const"
+    fast = (f'"""doc"""\nimport cudal1\n\n{jt.OPEN}\nextern "C" __global__ void k(const float* __restrict__ x, '
+            'unsigned n, double e, long long m) {}\n"""\n_k = cudal1.load_cuda(CUDA_SRC)\n')
+    s = jt.inline_solution(fast, "m0")
+    assert "void launch_k(int64_t gx, int64_t gy, int64_t gz, int64_t bx, int64_t by, int64_t bz, int64_t shared, " \
+           "int64_t stream, int64_t a0, unsigned int a1, double a2, int64_t a3);" in s
+    assert "k<<<dim3(gx, gy, gz), dim3(bx, by, bz), shared, (cudaStream_t)stream>>>(" \
+           "(const float*)(uintptr_t)a0, a1, a2, a3);" in s
+    with pytest.raises(ValueError):
+        jt.inline_solution(fast.replace("import cudal1\n", ""), "m0")
+
+
+def test_report_states_the_ratios_against_the_goals():
+    ks = jt.keys(1, 0.25)
+    env = dict(gpu="NVIDIA H200", commit="abc1234", driver="1", torch="2", cuda="13")
+    row = dict(route="r", judge="j", candidates=len(ks), wall_s=60.0, to_record_s=10.0, record_wall_s=5.0,
+               gpu_busy=0.5, statuses={"cuda ok": 8, "pytorch ok": 3}, env=env, command="python x", records=[])
+    arms = {"a": {**row, "per_gpu_min": 10.0}, "b": {**row, "per_gpu_min": 40.0}, "c": {**row, "per_gpu_min": 5.0}}
+    md = jt.report(dict(per_task=1, torch_share=0.25, keys=ks, arms=arms))
+    assert "(b)/(c) = 8.0x" in md and "at least 10x: not met" in md
+    assert "(b)/(a) = 4.0x" in md and "at least 3x: met" in md
+    assert md.count("commit abc1234") == 3
+
+
+@nvcc
+def test_marked_sources_compile(sets):
+    """Three marked CUDA candidates, drawn from arms a and b, built as their route builds them: b's
+    through the Makefile's cubin rule, a's device code through nvcc -cubin with pybind11's headers
+    (the host half of a pybind11 build takes ~11 s; the marker sits before either). Arm c's torch
+    headers take a minute to compile: the GPU run builds those."""
+    pool = [(arm, c) for arm in "ab" for c in sets[arm] if c["key"][1] == "cuda"]
+    sample = random.Random(13).sample(pool, 3)
+    inc = subprocess.run([sys.executable, "-m", "pybind11", "--includes"], capture_output=True, text=True).stdout.split()
+    for i, (arm, c) in enumerate(sample):
+        stem = f"test-throughput-{os.getpid()}-{i}"
+        cu, cubin = (os.path.join(ROOT, "build", "kernels", stem + ext) for ext in (".cu", ".cubin"))
+        os.makedirs(os.path.dirname(cu), exist_ok=True)
+        with open(cu, "w") as f:
+            f.write(cuda_string(c["source"]))
+        try:
+            if arm == "b":
+                cmd = ["make", "-s", "-C", ROOT, f"build/kernels/{stem}.cubin", "ARCH=sm_90", f"PYTHON={sys.executable}"]
+            else:
+                cmd = [os.environ.get("NVCC", "nvcc"), "-cubin", "-O3", "-arch=sm_90", "-std=c++17", *inc,
+                       f"-DMODULE_NAME=k{i}", cu, "-o", cubin]
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            assert p.returncode == 0 and os.path.exists(cubin), f"{arm} {c['key']}: {p.stdout}{p.stderr}"
+        finally:
+            for path in (cu, cubin):
+                if os.path.exists(path):
+                    os.remove(path)
