@@ -344,7 +344,7 @@ def main(argv=None):
             data["arms"][arm] = row
             print(f"arm {arm} ({row['route']}, {row['judge']}): {row['candidates']} in {row['wall_s']:.0f} s, "
                   f"{row['per_gpu_min']:.1f} per GPU-minute, median {row['to_record_s']:.1f} s to record, "
-                  f"GPU busy {row['gpu_busy'] if row['gpu_busy'] is None else round(100 * row['gpu_busy'])}%, "
+                  f"GPU busy {'n/a' if row['gpu_busy'] is None else format(row['gpu_busy'], '.0%')}, "
                   f"{row['statuses']}", flush=True)
             evaluate._write(out + ".json", json.dumps(data, indent=1) + "\n")  # after each arm: a cut-short call keeps it
             evaluate._write(out + ".md", report(data))
