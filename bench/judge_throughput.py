@@ -2,14 +2,19 @@
 three build routes into the one judge (evaluate.judge_many).
 
     python bench/judge_throughput.py --quick        # all three arms on 11 candidates: ~2.5 min on the H200
-    python bench/judge_throughput.py --arms a       # 85 candidates, today's route: ~8 min on the H200
-    python bench/judge_throughput.py --arms b,c     # the same 85, the other two routes: ~8 min
+    python bench/judge_throughput.py --arms b,a     # 85 candidates, two routes: ~8 min on the H200
+    python bench/judge_throughput.py --arms c       # the same 85 through load_inline: ~7 min (estimated)
     (the GPU machine's tree has no .git: CUDAL1_COMMIT=<sha> python bench/judge_throughput.py ...)
     -> results/<gpu>-judge-throughput.md and .json (--quick: results/<gpu>-judge-throughput-quick.*)
 
 The three arms over the full set take ~15 min on the H200, more than one device call may run, so
 --arms splits them; each call merges its arms into the same report (a later call of an arm replaces
-its row). Within a call the arms run one after another, in the order given.
+its row), written after every arm so a call cut short keeps the arms it finished. Within a call the
+arms run one after another, in the order given. Where the times come from: --quick on the H200 took
+10 s to build the launcher and warm up, 55 s for arm a (its builds ~20 s, then ~3.2 s per candidate
+on the GPU) and 10 s for arm b (~0.7 s per candidate); the judge works in waves of 16 workers, so
+85 candidates are 6 waves. Arm c's load_inline builds were not timed there: a wave of them is
+expected to take ~55 s (the issue's CUDA-L1 run), so ~6 x 65 s.
 
 Arms: the same candidates, in the same order; each arm is one judge_many call on a cold build cache.
   a  today's route: each kernel's pybind11 file in the library (cudal1.load_kernel: nvcc builds the
