@@ -10,7 +10,8 @@ is the performance analysis the policy learns to write.
 writes OUT/tasks/levelG/N_Name.py (+ N_Name.json, the generator's metadata) and
 OUT/solutions/levelG/N_Name.<move>.py, the layout evaluate.py pairs by id:
 
-    python evaluate.py --tasks build/teacher/tasks/levelG --solutions build/teacher/solutions/levelG --gpu h200 --out results/teacher-h200
+    python evaluate.py --tasks build/teacher/tasks/levelG --solutions build/teacher/solutions/levelG \\
+        --gpu h200 --out results/teacher-h200
 
 A task often admits several moves, and the best program composes them; the teacher never does:
 finding the composition is what search and RL are for. How each move is written:
@@ -193,18 +194,29 @@ CACHE_DOC = ("Recomputed from the live parameters when one changes (an in-place 
              "the parameters; otherwise the last result is reused.")
 
 
-def _cached(name, what, lines, result, consts=(), device=False):
-    """A method computing `result` from the parameters by `lines`, cached as CACHE_DOC says; the
-    constants it reads and (device=True) the input's device are part of the key."""
-    key = "[(p._version, p.data_ptr()) for p in self.parameters()]"
+def _cached(t, name, what, lines, result, consts=(), device=False):
+    """A method computing `result` by `lines`, cached as CACHE_DOC says. The key holds the version
+    and address of each parameter the lines read, the constants they read, and (device=True) the
+    input's device."""
+    params = list(dict.fromkeys(m[0] for m in re.finditer(r"self\.\w+(?:\.(?:weight|bias))?", "\n".join(lines))
+                                if _is_param(t, m[0])))
     extra = list(dict.fromkeys(consts)) + (["x.device"] if device else [])
+    key = f"[(p._version, p.data_ptr()) for p in ({', '.join(params)}{',' if len(params) == 1 else ''})]" \
+        if params else ""
     if extra:
-        key += " + [" + ", ".join(extra) + "]"
+        key += (" + " if key else "") + "[" + ", ".join(extra) + "]"
     out = [f"def {name}(self{', x' if device else ''}):"] + _docstring(f"{what} {CACHE_DOC}", 4)
     out += [f"    key = {key}", "    if torch.is_grad_enabled() or key != self._key:"]
     out += ["        " + line for line in lines]
     out += [f"        self._key, self._cached = key, ({result})", "    return self._cached"]
     return out
+
+
+def _is_param(t, expr):
+    """Is `expr` ('self.gemm.weight', 'self.scale', 'self.scaling_factor') one of the task's parameters?"""
+    if expr in (f"{t.attr}.weight", f"{t.attr}.bias") or (t.head == "matmul" and expr == "self.weight"):
+        return True
+    return any(op["kind"] in gen.PARAMS and expr == f"self.{op['attr']}" for op in t.ops)
 
 
 def _docstring(text, indent):
@@ -333,7 +345,7 @@ def merge_affine(t):
         replace[run[0]] = [f"x = torch.addcmul({b}, x, {a})  # x * {a} + {b}: " + "; ".join(t.expr(i) for i in run)]
         replace.update({i: [] for i in run[1:]})
     result = ", ".join(f"({a}, {b})" for a, b in pairs) if len(runs) > 1 else "a, b"
-    method = _cached("merged", "Each run of affine ops as one x * a + b (a, b per channel, or scalars).",
+    method = _cached(t, "merged", "Each run of affine ops as one x * a + b (a, b per channel, or scalars).",
                      lines, result, consts, device=True)
     return dict(forward=_forward(t, replace=replace, pre=[f"{result} = self.merged(x)"]), methods=method,
                 init=["self._key = None  # merged()'s cache"], runs=runs)
@@ -364,9 +376,10 @@ def fold_scale_into_weights(t):
         replace[i] = [f"x = x {sym} shift{i}  # {t.expr(i)}, scaled by the multiplies it came before"]
         consts += _consts(t, i) + [c for m in later for c in _consts(t, m)]
         moved.append(i)
-    method = _cached("folded", f"The {HEAD_NAME[t.head]}'s weight and bias with the multiplies after it folded in.",
+    method = _cached(t, "folded", f"The {HEAD_NAME[t.head]}'s weight and bias with the multiplies after it folded in.",
                      lines, ", ".join(result), consts)
-    fwd = _forward(t, replace=replace, head=_head(t, t.head_call("w", bias)), pre=[f"{', '.join(result)} = self.folded()"])
+    fwd = _forward(t, replace=replace, head=_head(t, t.head_call("w", bias)),
+                   pre=[f"{', '.join(result)} = self.folded()"])
     return dict(forward=fwd, methods=method, init=["self._key = None  # folded()'s cache"], muls=muls, moved=moved)
 
 
@@ -389,7 +402,7 @@ def fold_bias(t):
         consts += _consts(t, i)
     what = (f"The {HEAD_NAME[t.head]}'s bias with the adds after it folded in." if t.head != "matmul" else
             "A bias for the matmul (it has none) holding the adds after it.")
-    method = _cached("folded", what, lines, "b", consts)
+    method = _cached(t, "folded", what, lines, "b", consts)
     fwd = _forward(t, replace={i: [] for i in adds}, head=_head(t, t.head_call(t.weight(), "self.folded()")))
     return dict(forward=fwd, methods=method, init=["self._key = None  # folded()'s cache"], adds=adds, stop=stop)
 
@@ -397,7 +410,8 @@ def fold_bias(t):
 def fold_reduction(t):
     n = t.sites["fold_reduction"][0]
     red = t.ops[n]
-    lines, consts = [f"w, b = {t.weight()}, {t.head_bias()}  # the ops before the {red['kind']}, run on the weight and bias"], []
+    lines = [f"w, b = {t.weight()}, {t.head_bias()}  # the ops before the {red['kind']}, run on the weight and bias"]
+    consts = []
     for i in range(n):
         k = t.ops[i]["kind"]
         if k in MUL:
@@ -411,7 +425,7 @@ def fold_reduction(t):
     d = 1 if t.head == "matmul" or "transpose" in t.head else 0  # the weight's output-channel dim
     fn = red["kind"]
     lines.append(f"w, b = w.{fn}({d}, keepdim=True), b.{fn}(0, keepdim=True)  # {t.expr(n)}: one output channel")
-    method = _cached("folded", f"The {HEAD_NAME[t.head]}'s weight and bias for a single output channel: the {fn} "
+    method = _cached(t, "folded", f"The {HEAD_NAME[t.head]}'s weight and bias for a single output channel: the {fn} "
                      "over its channels, and the ops before it, folded in.", lines, "w, b", consts)
     one = _fmt(("B", 1) + t.shape(n)[2:])
     fwd = ["w, b = self.folded()"] + t.head_lines(f"x = {t.head_call('w', 'b')}  # {one}")
@@ -475,7 +489,7 @@ def _c_op(t, i, k, out):
         name = t.names(i)[0]
         return [f"v = v {C_OP[kind]} {k.float(name, f'self.{name}')};{comment}"]
     if kind == "residual":
-        return [f"v = v + x[i];  // x = x + residual: the head's output, the kernel's input"]
+        return ["v = v + x[i];  // x = x + residual: the head's output, the kernel's input"]
     if kind in ACT:
         return [ACT[kind] + ("" if "//" in ACT[kind] else comment)]
     if kind == "leaky_relu":
@@ -547,31 +561,39 @@ def _row_body(t, i, k):
     if kind == "softmax":
         return softmax + [f"{LOOP} {{", "    const long long i = at(r);", "    store(i, expf(load(i) - m) / s);", "}"]
     # the norms: mean and biased variance over the row (two passes), then (x - mean) * rstd [* w + b]
+    # The mean is summed from x - x[0]: exact where a clamp before the norm made a row (nearly) constant,
+    # and there rstd is ~1/sqrt(eps), so an error in the mean would be amplified ~300x.
     eps = k.float("eps", f"self.{op['attr']}.eps")
-    body = ["float s = 0.f;", f"{LOOP} s += load(at(r));", "const float mean = team_reduce<false>(s) / (float)R;",
+    body = ["const float v0 = live ? load(at(0)) : 0.f;  // the row's first element",
+            "float s = 0.f;", f"{LOOP} s += load(at(r)) - v0;",
+            "const float mean = v0 + team_reduce<false>(s) / (float)R;",
             "float q = 0.f;", f"{LOOP} {{", "    const float d = load(at(r)) - mean;", "    q += d * d;", "}",
-            f"const float rstd = rsqrtf(team_reduce<false>(q) / (float)R + {eps});",
-            f"{LOOP} {{", "    const long long i = at(r);", "    float v = (load(i) - mean) * rstd;"]
-    if kind != "instance_norm":  # InstanceNorm's default has no affine parameters
-        w = k.ptr(f"{op['attr']}_weight", f"self.{op['attr']}.weight.data_ptr()")
-        b = k.ptr(f"{op['attr']}_bias", f"self.{op['attr']}.bias.data_ptr()")
-        if kind == "layer_norm":
-            body.append(f"    v = v * {w}[r] + {b}[r];  // per element of the row")
-        elif kind == "batch_norm":
-            body.append(f"    v = v * {w}[row] + {b}[row];  // a row is a channel")
-        else:
-            k.size("C", "x.shape[1]")
-            k.size("inner", "math.prod(x.shape[2:])")
-            body.append(f"    const long long c = i / inner % C;")
-            body.append(f"    v = v * {w}[c] + {b}[c];  // per channel")
-    return body + ["    store(i, v);", "}"]
+            f"const float rstd = rsqrtf(team_reduce<false>(q) / (float)R + {eps});  // biased variance",
+            f"{LOOP} {{", "    const long long i = at(r);"]
+    if kind == "instance_norm":  # InstanceNorm's default has no affine parameters
+        return body + ["    store(i, (load(i) - mean) * rstd);", "}"]
+    w = k.ptr(f"{op['attr']}_weight", f"self.{op['attr']}.weight.data_ptr()")
+    b = k.ptr(f"{op['attr']}_bias", f"self.{op['attr']}.bias.data_ptr()")
+    if kind == "layer_norm":
+        body.append(f"    store(i, (load(i) - mean) * rstd * {w}[r] + {b}[r]);  // weight, bias per element of a row")
+    elif kind == "batch_norm":
+        body.append(f"    store(i, (load(i) - mean) * rstd * {w}[row] + {b}[row]);  // a row is a channel")
+    else:
+        k.size("C", "x.shape[1]")
+        k.size("inner", "math.prod(x.shape[2:])")
+        body.append("    const long long c = i / inner % C;")
+        if len(t.shape(i)) == 2:
+            body.append(f"    store(i, (load(i) - mean) * rstd * {w}[c] + {b}[c]);")
+        else:  # torch's CUDA GroupNorm: x * a + b, a = rstd * weight, b = beta - a * mean; the same roundings
+            body += [f"    const float a = rstd * {w}[c];", f"    store(i, fmaf(a, load(i), fmaf(-a, mean, {b}[c])));"]
+    return body + ["}"]
 
 
 def _row_sizes(t, i):
     """Python lines setting rows, R (elements per row) and I (their stride) for op i, and a C
     expression for the index of element r of a row; also (rows, R, I) for this task's shapes."""
     op, shape = t.ops[i], t.shape(i)
-    kind, rank, n = op["kind"], len(shape), math.prod(shape)
+    kind, n = op["kind"], math.prod(shape)
     if kind == "batch_norm":  # a row is a channel: (N, C, S) -> element r at (r / S, row, r % S)
         return (["rows, I = x.shape[1], math.prod(x.shape[2:])  # a row per channel; I: its run length",
                  "R = x.numel() // rows"],
@@ -588,16 +610,23 @@ def _row_sizes(t, i):
         lines, R, I = ["R, I = math.prod(x.shape[2:]), 1  # a row: one channel's spatial dims"], math.prod(shape[2:]), 1
     else:
         d = op["dim"] if kind == "softmax" else op["dims"][0]
-        lines = [f"R, I = x.shape[{d}], math.prod(x.shape[{d + 1}:])  # a row: dim {d}; I: the stride between its elements"]
+        lines = [f"R, I = x.shape[{d}], math.prod(x.shape[{d + 1}:])  # a row: dim {d}; I: its elements' stride"]
         R, I = shape[d], math.prod(shape[d + 1:])
     return lines + ["rows = x.numel() // R"], at, (n // R, R, I)
+
+
+def _pool_k(t, i):
+    """The pool's kernel size as an int expression: AvgPool1d keeps it as a 1-tuple, the others as given."""
+    op = t.ops[i]
+    one = op["kind"] == "avg_pool" and len(t.shape(i)) == 3
+    return f"self.{op['attr']}.kernel_size" + ("[0]" if one else "")
 
 
 def _out_shape(t, i):
     """Python expression of the row or window op's output shape, from x's."""
     op, rank = t.ops[i], len(t.shape(i))
     if op["kind"] in POOLS:
-        k = f"self.{op['attr']}.kernel_size"
+        k = _pool_k(t, i)
         return ", ".join(["x.shape[0]", "x.shape[1]"] + [f"x.shape[{d}] // {k}" for d in range(2, rank)])
     dims = tuple(range(2, rank)) if op["kind"] == "global_avg_pool" else op["dims"]
     keep = op.get("keepdim", True)
@@ -620,7 +649,7 @@ def _window_body(t, i, k):
     dims = ["D", "H", "W"][3 - (rank - 2):]
     for d, name in zip(range(2, rank), dims):
         k.size(name, f"x.shape[{d}]")
-    k.size("k", f"self.{op['attr']}.kernel_size", "int")
+    k.size("k", _pool_k(t, i), "int")
     outs = ["o" + d.lower() for d in dims]
     lines = [f"const long long {', '.join(f'O{d} = {d} / k' for d in dims)};  // floor, as the pool does"]
     lines.append("long long q = j;  // peel the output coordinates off j")
@@ -665,7 +694,8 @@ def fuse_epilogue(t):
         post = _chain(t, range(i + 1, len(t.ops)), k, out=True)
         head = ["auto load = [&](long long i) {  // element i of the head's output, through the ops before " + kind,
                 "    float v = x[i];"] + ["    " + s for s in pre] + ["    return v;", "};",
-                "auto store = [&](long long i, float v) {  // element i of the result, through the ops after " + kind] + \
+                "auto store = [&](long long i, float v) {  // element i of the result, through the ops after "
+                + kind] + \
             ["    " + s for s in post] + ["    y[i] = v;", "};"]
         if kind in POOLS:  # ---- window: a thread per output element
             k.size("n", "y.numel()")
@@ -685,7 +715,7 @@ def fuse_epilogue(t):
             base = [] if kind == "batch_norm" else ["const long long base = (row / I) * R * I + row % I;"]
             src = [f"constexpr int TEAM = {team};  // threads per row", REDUCE_HELPER,
                    f"extern \"C\" __global__ void __launch_bounds__({block}) epilogue({{args}}) {{",
-                   f"    const long long row = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / TEAM;",
+                   "    const long long row = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / TEAM;",
                    "    const int lane = threadIdx.x % TEAM;",
                    "    const bool live = row < rows;  // spare teams of the last block still join the reductions"] + \
                 ["    " + s for s in base] + \
@@ -855,7 +885,8 @@ def _doc_merge_affine(t, sol, rng):
                                 f"one pass.",
                            f"The {len(run)} affine ops {ops} compose into x * a + b "
                            f"({'per channel' if per else 'two scalars'}); torch.addcmul applies it in one pass over "
-                           f"the {_fmt(shape)} tensor where eager makes {len(run)} ({_size(shape)} each way per pass)."))
+                           f"the {_fmt(shape)} tensor where eager makes {len(run)} "
+                           f"({_size(shape)} each way per pass)."))
     first = _pick(rng, "Merge consecutive affine ops into one multiply-add.",
                   "Compose the chain's affine ops into a single x * a + b.")
     tail = ("a and b are computed in forward from the live parameters and constants, and cached until one of them "
@@ -900,8 +931,10 @@ def _doc_fold_bias(t, sol, rng):
                       f"per-channel value, and {where}. Folded into that bias, "
                       f"{'the elementwise pass' if len(adds) == 1 else f'{len(adds)} elementwise passes'} over the "
                       f"{_fmt(shape)} output ({_size(shape)}) {'disappears' if len(adds) == 1 else 'disappear'}.",
-                 f"Since {where}, a shift right after it costs nothing once it is part of that bias; as separate "
-                 f"ops, {ops} read and write the whole {_fmt(shape)} output ({_size(shape)}).")
+                 f"Since {where}, a shift right after it costs nothing once it is part of that bias; as "
+                 f"{'a separate op' if len(adds) == 1 else 'separate ops'}, {ops} "
+                 f"{'reads and writes' if len(adds) == 1 else 'read and write'} the whole {_fmt(shape)} output "
+                 f"({_size(shape)}).")
     extra = ""
     if any(t.ops[m]["kind"] in MUL for i in adds for m in range(i)):
         extra += " An add behind a multiply moves in front of it divided by the factor: x * s + c = (x + c / s) * s."
@@ -920,8 +953,9 @@ def _doc_fold_reduction(t, sol, rng):
                   f"Sum the {HEAD_NAME[t.head]}'s weight over its output channels instead of summing its output.")
     before = (f" The affine ops before it ({', '.join(f'`{t.expr(i)}`' for i in range(n))}) are per channel, so they "
               "fold into the weight and bias first." if n else "")
+    law += " (divided by C for the mean)" if red["kind"] == "mean" else ""
     body = _pick(rng, f"`{t.expr(n)}` {'adds up' if red['kind'] == 'sum' else 'averages'} the {C} output channels "
-                      f"of {_head_text(t)}, and the head is linear: {law}{' (divided by C for the mean)' if red['kind'] == 'mean' else ''}. "
+                      f"of {_head_text(t)}, and the head is linear: {law}. "
                       f"With the weight reduced first, the head does 1/{C} of its multiply-adds and writes a "
                       f"{_fmt(shape[:1] + (1,) + shape[2:])} tensor instead of {_fmt(shape)} ({_size(shape)}), and "
                       f"the reduction kernel is gone.",
@@ -936,16 +970,17 @@ def _doc_fold_reduction(t, sol, rng):
 def _doc_fuse(t, sol, rng):
     n, shape = len(t.ops), t.shape(0)
     ops = ", ".join(f"`{t.expr(i)}`" for i in range(n))
-    lib = HEAD_LIB.get(t.head)
-    head = (f"{_head_text(t)[0].upper() + _head_text(t)[1:]} stays on {lib}; " if lib else "")
-    first = _pick(rng, f"Fuse the {n} ops after the {HEAD_NAME.get(t.head, 'input')} into one CUDA kernel.",
-                  f"One generated kernel for the whole epilogue: {n} ops, one pass.")
-    body = _pick(rng, f"{head}the ops after it ({ops}) run in one kernel. Eager launches a kernel per op, each "
-                      f"reading and writing a tensor the size of the {_fmt(shape)} head output ({_size(shape)}) or "
-                      "what is left of it; the fused kernel reads the head's output once and writes the result once.",
-                 f"{head}eager then runs {ops} as separate kernels, each a round trip through memory for a "
-                 f"{_fmt(shape)} tensor ({_size(shape)}) or its reduced form; in one kernel the intermediates stay "
-                 "in registers.")
+    lib, none = HEAD_LIB.get(t.head), t.head == "none"
+    first = _pick(rng, f"Fuse the {n} ops{'' if none else ' after the ' + HEAD_NAME[t.head]} into one CUDA kernel.",
+                  f"One generated kernel for the whole {'chain' if none else 'epilogue'}: {n} ops, one pass.")
+    head = "" if none else f"{_head_text(t)[0].upper() + _head_text(t)[1:]} stays on {lib}; "
+    body = _pick(rng, f"{head}{'the ops after it' if head else 'The ops'} ({ops}) run in one kernel. Eager launches "
+                      f"a kernel per op, each reading and writing a tensor the size of the {_fmt(shape)} "
+                      f"{'input' if none else 'head output'} ({_size(shape)}) or what is left of it; the fused kernel "
+                      f"reads {'it' if none else 'the head output'} once and writes the result once.",
+                 f"{head}{'eager then runs' if head else 'Eager runs'} {ops} as separate kernels, each a round trip "
+                 f"through memory for a {_fmt(shape)} tensor ({_size(shape)}) or its reduced form; in one kernel the "
+                 "intermediates stay in registers.")
     if sol["template"] == "elementwise":
         how = "A thread per element applies the whole chain in registers."
     elif sol["template"] == "window":
@@ -963,9 +998,12 @@ def _doc_fuse(t, sol, rng):
         if t.ops[i]["kind"] == "batch_norm":
             how += (" The batch statistics normalise exactly as in training mode; the running statistics are not "
                     "updated (the output does not read them).")
-    numerics = _pick(rng, "Everything is fp32 with the formulas torch uses (expf, erff, tanhf, log1pf), so the "
-                          "result matches to rounding.",
-                     "The arithmetic is fp32 and follows torch's definitions op by op; only summation order differs.")
+    fns = [f for f in ("expf", "logf", "log1pf", "tanhf", "erff", "rsqrtf") if f + "(" in sol["cuda"]]
+    numerics = _pick(rng, "Everything is fp32" + (f", with torch's formulas ({', '.join(fns)})" if fns else "")
+                     + (", so the result matches to rounding." if sol["template"] != "row" else
+                        "; only the order of the sums differs."),
+                     "The arithmetic is fp32 and follows torch's definition of each op"
+                     + ("; only the order of the sums differs." if sol["template"] == "row" else "."))
     return f"{first}\n\n{body}\n\n{how} {numerics}{_tf32_note(t, rng)}"
 
 
