@@ -49,6 +49,7 @@ import os
 import random
 import re
 import sys
+import textwrap
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:  # run as a script from anywhere
@@ -221,7 +222,6 @@ def _is_param(t, expr):
 
 def _docstring(text, indent):
     """text as a docstring wrapped at 100 columns; paragraphs split on blank lines."""
-    import textwrap
     lines = []
     for n, para in enumerate(text.strip().split("\n\n")):
         lines += ([""] if n else []) + textwrap.wrap(para, 100 - indent)
