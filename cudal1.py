@@ -828,8 +828,10 @@ def contrastive_prompt(task_source, device_name, exemplars):
 
 
 def solution_kind(source):
-    """'cuda', 'cpp' or 'pytorch': what a solution runs, judged from its text."""
-    if "__global__" in source or re.search(r"load_kernel\([^)]*['\"]cuda['\"]", source) or "cuda_sources" in source:
+    """'cuda', 'cpp' or 'pytorch': what native code a solution runs, judged from its text (the judge
+    builds its device rule, evaluate.needs_gpu, on this)."""
+    if ("__global__" in source or re.search(r"load_kernel\([^)]*['\"]cuda['\"]", source) or "cuda_sources" in source
+            or "load_cuda(" in source):
         return "cuda"
     if "load_kernel(" in source or "load_inline(" in source:
         return "cpp"

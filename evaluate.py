@@ -171,17 +171,21 @@ def solution_file(solution):
 
 
 def needs_gpu(source):
-    """Does a solution call CUDA? (nvcc source, load_inline, tensors put on the GPU)."""
-    return bool(re.search(r"__global__|load_inline|load_kernel\([^)]*['\"]cuda|\.cuda\(|['\"]cuda['\"]", source))
+    """Does a solution call CUDA? Native CUDA (cudal1.solution_kind, the one classifier of what a
+    solution runs), a load_inline extension (torch's own, which may launch anything), or tensors
+    put on the GPU by name."""
+    import cudal1  # here, not at the top: the CLI's one-line errors need no torch
+    return cudal1.solution_kind(source) == "cuda" or bool(re.search(r"load_inline|\.cuda\(|['\"]cuda['\"]", source))
 
 
 def _skip_reason(source, device):
     """Why a solution is not judged on this device, or None. A CUDA solution needs a GPU; a C++
     (OpenMP) one computes only on host tensors and hands CUDA tensors back to torch, so on a GPU
     it would be the reference timed against itself (noise picked as a 'best variant')."""
+    import cudal1
     if not device.startswith("cuda") and needs_gpu(source):
         return "CUDA solution: needs an NVIDIA GPU"
-    if device.startswith("cuda") and not needs_gpu(source) and re.search(r"load_kernel\([^)]*['\"]cpp", source):
+    if device.startswith("cuda") and not needs_gpu(source) and cudal1.solution_kind(source) == "cpp":
         return "C++ (CPU) solution: judged on CPU runs only"
     return None
 
