@@ -17,15 +17,24 @@ same optimizer state. A last sample-and-judge pass after the final round gives t
 so every run reports parse / compile / correct rates and speedups before and after stage 2, for
 plain and for contrastive prompts.
 
+--generated N (not yet the default; not yet measured on a GPU) adds N generated training-split
+tasks (kernelbench/generate.py) with every teacher solution that runs here (kernelbench/teacher.py)
+as plain pairs, written to <out>/generated; each stage-2 round samples --generated-sample of them
+too. At the end it judges greedy and sampled answers to --held-out-tasks held-out generated tasks
+(and, on a GPU, the 20 held-out KernelBench level-2 tasks), tasks no training input touched
+(cudal1.held_out), and prints their correct rates and geomean speedups.
+
     python train_sft.py                                    # no GPU: ~1M params, 1 round on 3 tasks; ~10 min on 2 cores (make sft)
     python train_sft.py                                    # one GPU: ~90M params, 1 round on 8 level-1 tasks; ~5 min on an H200
     torchrun --standalone --nproc_per_node=8 train_sft.py  # 8 GPUs: each rank its own batches and share of stage-2 tasks
     python train_sft.py --device cpu --steps 20 --num-samples 2 --out /tmp/sft   # a quick smoke run anywhere
+    python train_sft.py --generated 200 --out out/sft-gen  # + generated tasks and the held-out line (not yet measured)
 
 Everything goes to --out (out/sft): the checkpoint (model.safetensors, config.json with the
 settings, optimizer.safetensors), stage2.jsonl (one line of rates and speedups per round),
 selftrain.jsonl (the answers kept), judge/round<r>-rank<k>.jsonl (the judge's records) and
-report.md/.json (the summary; --report puts it elsewhere, e.g. results/). Run the same command
+report.md/.json (the summary; --report puts it elsewhere, e.g. results/); with --generated also
+generated/ (tasks/levelG, solutions/levelG, held_out/levelG) and held_out.json. Run the same command
 again to resume: stage 1 from its last save, stage 2 after its last finished round; a finished run
 takes more rounds with a larger --rounds.
 """
@@ -62,6 +71,15 @@ parser.add_argument("--speedups", default=None, help="the judge's records of --k
                     "the CPU; missing: no contrastive pairs")
 parser.add_argument("--sample-tasks", default=None, help="stage-2 tasks, comma-separated paths under --tasks "
                     "(level1/19_ReLU.py,...); 'all': every task with a solution that runs here; unset: device default")
+# ---- generated tasks (kernelbench/generate.py, solutions by kernelbench/teacher.py); not yet the default
+parser.add_argument("--generated", type=int, default=0, help="generated training-split tasks (seeds 0, 1, ... "
+                    "of the split) whose teacher solutions that run here stage 1 trains on beside --kernels, "
+                    "written to <out>/generated; 0: none, and no held-out evaluation")
+parser.add_argument("--generated-sample", type=int, default=-1, help="generated training tasks added to each "
+                    "stage-2 round's tasks (plain prompts only), drawn afresh per round; -1: device default")
+parser.add_argument("--held-out-tasks", type=int, default=-1, help="held-out generated tasks (cudal1.held_out) "
+                    "answered greedily and --num-samples times at the end, judged; 0: no held-out evaluation; "
+                    "-1: device default")
 # ---- model (a fresh run only: a resumed run keeps its checkpoint's; -1: device default)
 parser.add_argument("--n-layer", type=int, default=-1)
 parser.add_argument("--n-head", type=int, default=-1)
@@ -124,11 +142,11 @@ FIRST_SLICE = ("19_ReLU", "20_LeakyReLU", "21_Sigmoid", "23_Softmax", "40_LayerN
 DEFAULTS = {
     "cpu": dict(n_layer=4, n_head=4, n_embd=128, block_size=3072, vocab_size=1024, steps=200, batch_size=4, lr=3e-3,
                 rounds=1, num_samples=4, round_steps=20, kinds="cpp", speedups="results/cpu.jsonl",
-                max_new_tokens=1280, min_answer_tokens=1280, cuda_graphs=0,
+                max_new_tokens=1280, min_answer_tokens=1280, cuda_graphs=0, generated_sample=2, held_out_tasks=16,
                 sample_tasks="level1/19_ReLU.py,level1/23_Softmax.py,level1/47_Sum_reduction_over_a_dimension.py"),
     "cuda": dict(n_layer=12, n_head=12, n_embd=768, block_size=8192, vocab_size=2048, steps=300, batch_size=16,
                  lr=6e-4, rounds=1, num_samples=4, round_steps=50, kinds="cuda,cpp,pytorch", speedups="results/h200.jsonl",
-                 max_new_tokens=3072, min_answer_tokens=3072, cuda_graphs=1,
+                 max_new_tokens=3072, min_answer_tokens=3072, cuda_graphs=1, generated_sample=8, held_out_tasks=64,
                  sample_tasks=",".join(f"level1/{t}.py" for t in FIRST_SLICE)),
 }
 
@@ -143,6 +161,7 @@ if args.round_lr < 0:
     args.round_lr = 0.2 * args.lr
 torch.manual_seed(args.seed)
 target = cudal1.device_name(device)  # the device named in every prompt
+gen_size = "gpu" if device.type == "cuda" else "cpu"  # generated tasks' sizes (kernelbench/generate.py PROFILES)
 say = tqdm.write if master else (lambda *a, **k: None)
 bars = master and sys.stderr.isatty()  # progress bars for a person watching; logs get the lines
 os.makedirs(args.out, exist_ok=True)
@@ -159,6 +178,25 @@ def runs_here(source):
     return kind == "pytorch" or (kind == "cuda") == (device.type == "cuda")
 
 
+def example(task, task_source, path, source):
+    """The (task, prompt, answer) a solution file teaches, or None (said why) when its answer would
+    not parse: the prompt is the task's source and where the solution runs, the answer its
+    docstring as the analysis, a design line and its code (cudal1.format_answer)."""
+    try:
+        answer = cudal1.format_answer(source)
+    except (ValueError, SyntaxError) as e:
+        say(f"skip {path}: {e}")
+        return None
+    code, reason = cudal1.parse_answer(answer)
+    if code is None:
+        say(f"skip {path}: {reason}")
+        return None
+    kind = cudal1.solution_kind(source)
+    where = target if runs_here(source) else ("CPU" if kind == "cpp" else "NVIDIA GPU")
+    return dict(task=task, path=path, where=where, prompt=cudal1.plain_prompt(task_source, where), answer=answer,
+                code=code)
+
+
 def load_examples(kernels_dir, tasks_dir):
     """One (task, prompt, answer) per solution file; its prompt names where the solution runs.
     Solutions of held-out tasks are left out here, so no SFT pair, contrastive exemplar, stage-2
@@ -171,27 +209,45 @@ def load_examples(kernels_dir, tasks_dir):
             held.append(path)
             continue
         source = read(path)
-        kind = cudal1.solution_kind(source)
-        if kind not in args.kinds.split(","):
+        if cudal1.solution_kind(source) not in args.kinds.split(","):
             continue
         if not os.path.exists(task):
             say(f"skip {path}: no task {task}")
             continue
-        try:
-            answer = cudal1.format_answer(source)
-        except (ValueError, SyntaxError) as e:
-            say(f"skip {path}: {e}")
-            continue
-        code, reason = cudal1.parse_answer(answer)
-        if code is None:
-            say(f"skip {path}: {reason}")
-            continue
-        where = target if runs_here(source) else ("CPU" if kind == "cpp" else "NVIDIA GPU")
-        examples.append(dict(task=task, path=path, where=where, prompt=cudal1.plain_prompt(read(task), where),
-                             answer=answer, code=code))
+        e = example(task, read(task), path, source)
+        examples += [e] if e else []
     if held:
         say(f"left out {len(held)} solution(s) of held-out tasks (cudal1.held_out): {', '.join(held)}")
     return examples
+
+
+def load_generated(n, out_dir):
+    """(examples, tasks): n generated training-split tasks (seeds 0, 1, ... of the split, sizes for
+    this device) and the teacher's solutions of each that run here (on the CPU not its CUDA
+    fuse_epilogue), made examples like kernels/ solutions; tasks: those with one at least. Written
+    to out_dir/tasks/levelG (+ NAME.json, which cudal1.held_out reads) and out_dir/solutions/levelG,
+    the layout evaluate.py pairs by id. A held-out task here is a bug in the split: stop."""
+    from kernelbench import generate as gen, teacher
+    tasks_dir, sols_dir = os.path.join(out_dir, "tasks", "levelG"), os.path.join(out_dir, "solutions", "levelG")
+    examples, tasks = [], []
+    for name, source, meta in gen.tasks(0, n, gen_size, split="train"):
+        task = os.path.join(tasks_dir, name + ".py")
+        if meta["held_out"] or cudal1.held_out(meta):
+            raise SystemExit(f"generated training task {name} is held out: the split is broken")
+        sols = [(os.path.join(sols_dir, f"{name}.{move}.py"), sol) for move, sol in teacher.solutions(source, meta)
+                if runs_here(sol)]
+        if master:  # one writer; the other ranks wait at the barrier below before anything reads these
+            gen.write(tasks_dir, name, source, meta)
+            for path, sol in sols:
+                os.makedirs(sols_dir, exist_ok=True)
+                with open(path, "w") as f:
+                    f.write(sol)
+        new = [e for e in (example(task, source, path, sol) for path, sol in sols) if e]
+        examples += new
+        tasks += [task] if new else []
+    if ddp:
+        dist.barrier()
+    return examples, tasks
 
 
 def load_speedups(path):
@@ -238,7 +294,11 @@ def code_key(task, source):
 
 # ---- data
 examples = load_examples(args.kernels, args.tasks)
-if not examples:
+gen_examples, gen_tasks = load_generated(args.generated, os.path.join(args.out, "generated")) if args.generated else ([], [])
+if args.generated:
+    say(f"{args.generated} generated training tasks ({gen_size} sizes): {len(gen_tasks)} with a teacher solution that "
+        f"runs here, {len(gen_examples)} solutions, in {os.path.join(args.out, 'generated')}")
+if not examples + gen_examples:
     raise SystemExit(f"no solutions with a matching task under {args.kernels} (tasks from {args.tasks})")
 if args.sample_tasks == "all":
     sample_tasks = sorted({e["task"] for e in examples if runs_here(e["code"])})
@@ -250,6 +310,7 @@ else:
     held = [t for t in sample_tasks if cudal1.held_out(t)]
     if held:
         raise SystemExit(f"--sample-tasks: held-out task(s), never trained on (cudal1.held_out): {', '.join(held)}")
+examples += gen_examples  # from here on generated solutions are examples like kernels/ ones
 selftrain_path = os.path.join(args.out, "selftrain.jsonl")
 kept = [json.loads(line) for line in open(selftrain_path)] if os.path.exists(selftrain_path) else []
 speedups = load_speedups(args.speedups)
@@ -432,33 +493,44 @@ if start_round == 0 and step < args.steps:
 
 
 # ---- stage 2: sample -> judge -> keep correct, new solutions -> fine-tune
-def sample_answers(tasks, round):
+def sample(jobs, n, temperature, g):
+    """n answers to each (task, prompt kind, prompt ids) job: dicts (task, prompt kind, text, stopped).
+    One batch of up to 128 rows at a time (the KV cache of a batch grows with its rows)."""
+    answers, per = [], max(1, 128 // n)
+    for i in range(0, len(jobs), per):
+        chunk = jobs[i:i + per]
+        groups = cudal1.generate(cudal1.sampling_model(raw_model, dtype), [ids for _, _, ids in chunk], n,
+                                 args.max_new_tokens or cfg.block_size, temperature, args.top_k, args.top_p, g,
+                                 tok.end_id, bool(args.cuda_graphs))
+        answers += [dict(task=task, prompt=kind, text=tok.decode(r), stopped=r[-1:] == [tok.end_id])
+                    for (task, kind, _), rows in zip(chunk, groups) for r in rows]
+    return answers
+
+
+def sample_answers(tasks, round, plain_only=()):
     """num_samples answers per task to its plain prompt and as many to a contrastive prompt showing
     up to two of its variants -- the reference at 1.00x and its measured kernels/ solutions, drawn as
-    stage 3 draws from its bank -- all in one batch: a list of dicts (task, prompt
-    'plain'/'contrastive', text, stopped)."""
+    stage 3 draws from its bank -- all in one batch (tasks in `plain_only`: the plain prompt alone):
+    a list of dicts (task, prompt 'plain'/'contrastive', text, stopped)."""
     g = torch.Generator(device).manual_seed(args.seed + 1000 * round + rank)
     rng = random.Random(args.seed + 1000 * round + rank)  # exemplar draws
     jobs = []  # (task, prompt kind, prompt ids)
     for task in tasks:
         jobs.append((task, "plain", tok.encode_prompt(cudal1.plain_prompt(read(task), target))))
+        if task in plain_only:
+            continue
         bank = [dict(source=read(task), record=dict(correct=True, speedup=1.0))]  # the reference, as stage 3's bank
         bank += [dict(source=e["code"], record=dict(correct=True, speedup=s)) for s, e in measured.get(task, [])]
         shown = [(b["source"], b["record"]["speedup"]) for b in cudal1.bucket_sample(bank, 2, rng=rng)]
         ids = contrastive_ids(task, target, shown, args.min_answer_tokens)
         if ids is not None:
             jobs.append((task, "contrastive", ids))
-    if not jobs:
-        return []
-    groups = cudal1.generate(cudal1.sampling_model(raw_model, dtype), [ids for _, _, ids in jobs], args.num_samples,
-                             args.max_new_tokens or cfg.block_size,
-                             args.temperature, args.top_k, args.top_p, g, tok.end_id, bool(args.cuda_graphs))
-    return [dict(task=task, prompt=kind, text=tok.decode(r), stopped=r[-1:] == [tok.end_id])
-            for (task, kind, _), rows in zip(jobs, groups) for r in rows]
+    return sample(jobs, args.num_samples, args.temperature, g)
 
 
-def judge_answers(answers, round):
-    """Parse every answer, judge each distinct parsed code once; fills in source/reason/record."""
+def judge_answers(answers, name):
+    """Parse every answer, judge each distinct parsed code once; fills in source/reason/record.
+    The judge's records go to <out>/judge/<name>-rank<k>.jsonl."""
     import evaluate  # forkserver start-up happens here, not at import of this script
     distinct = {}
     for a in answers:
@@ -469,7 +541,7 @@ def judge_answers(answers, round):
     where = str(device) if ddp else device.type  # under torchrun each rank judges on its own GPU
     records = evaluate.judge_many([distinct[k] for k in keys], device=where, jobs=args.judge_jobs or None,
                                   trials=args.trials, iters=args.iters, timeout=args.timeout,
-                                  out=os.path.join(args.out, "judge", f"round{round}-rank{rank}"),
+                                  out=os.path.join(args.out, "judge", f"{name}-rank{rank}"),
                                   progress=bars) if keys else []
     by_key = dict(zip(keys, records))
     for a in answers:
@@ -516,19 +588,27 @@ def new_solutions(answers, round):
     return new
 
 
-if args.rounds > 0 and not sample_tasks:
+def gather(answers):
+    """Every rank's answers, on every rank (under torchrun each rank samples and judges its share)."""
+    if not ddp:
+        return answers
+    everyone = [None] * world
+    dist.all_gather_object(everyone, answers)
+    return [a for part in everyone for a in part]
+
+
+if args.rounds > 0 and not sample_tasks + gen_tasks:
     raise SystemExit("stage 2 has no tasks: no solution in --kernels runs on this device; set --sample-tasks")
 for rnd in range(start_round, args.rounds + 1) if args.rounds > 0 else []:
     final = rnd == args.rounds  # after the last fine-tune: sample and judge once more, the "after" numbers
+    # --generated: a fresh draw of generated training tasks joins the round's tasks (the same draw on every rank)
+    tasks = sample_tasks + random.Random(args.seed + rnd).sample(gen_tasks, min(args.generated_sample, len(gen_tasks)))
     t0 = time.time()
-    answers = sample_answers(sample_tasks[rank::world], rnd)
+    answers = sample_answers(tasks[rank::world], rnd, plain_only=set(gen_tasks))
     t1 = time.time()
-    answers = judge_answers(answers, rnd)
+    answers = judge_answers(answers, f"round{rnd}")
     t2 = time.time()
-    if ddp:
-        everyone = [None] * world
-        dist.all_gather_object(everyone, answers)
-        answers = [a for part in everyone for a in part]
+    answers = gather(answers)
     stats = round_stats(answers, rnd, final)
     if master:  # every answer as sampled, for reading what the model writes
         with open(os.path.join(args.out, f"answers-round{rnd}.jsonl"), "w") as f:
@@ -579,6 +659,96 @@ for rnd in range(start_round, args.rounds + 1) if args.rounds > 0 else []:
     save(step, rnd + 1)
 
 
+# ---- held-out evaluation (--generated): tasks no training input touched, plain prompts
+def held_out_tasks():
+    """{group: task paths}: 'generated', --held-out-tasks generated tasks of the held-out split
+    (seeds 0, 1, ... of it: the same tasks for every run of this device), written to
+    <out>/generated/held_out/levelG; on a GPU 'level2', the 20 held-out KernelBench level-2 tasks
+    (on the CPU their references are too heavy to judge). Each is checked held out and unlike the
+    source of every task trained on (cudal1.same_code)."""
+    from kernelbench import generate as gen
+    folder = os.path.join(args.out, "generated", "held_out", "levelG")
+    groups = {"generated": []}
+    for name, source, meta in gen.tasks(0, args.held_out_tasks, gen_size, split="held_out"):
+        if master:
+            gen.write(folder, name, source, meta)
+        groups["generated"].append(os.path.join(folder, name + ".py"))
+    if device.type == "cuda":
+        groups["level2"] = sorted(p for i in cudal1.HELD_OUT_LEVEL2
+                                  for p in glob.glob(os.path.join(args.tasks, "level2", f"{i}_*.py")))
+    if ddp:
+        dist.barrier()
+    trained = {cudal1.same_code(read(t)) for t in {e["task"] for e in examples}}
+    for t in (t for ts in groups.values() for t in ts):
+        if not cudal1.held_out(t) or cudal1.same_code(read(t)) in trained:
+            raise SystemExit(f"held-out evaluation: {t} is not held out, or is the code of a training task")
+    return groups
+
+
+def held_out_eval(groups):
+    """Per group and for 'greedy' (one answer per task, temperature 0) and 'sampled' (--num-samples
+    at --temperature): the correct rate over answers, the tasks with a correct answer, and the geomean
+    over tasks of each one's best correct speedup, a task without one counting 1.0x (evaluate.summarize).
+    A prompt that leaves no room for --max-new-tokens in the block gets empty answers: failures."""
+    import evaluate
+    tasks = [t for ts in groups.values() for t in ts]
+    jobs, too_long = [], []
+    for task in tasks[rank::world]:
+        ids = tok.encode_prompt(cudal1.plain_prompt(read(task), target))
+        (jobs if len(ids) + (args.max_new_tokens or 1) <= cfg.block_size else too_long).append((task, "plain", ids))
+    g = torch.Generator(device).manual_seed(args.seed + rank)
+    answers = [dict(a, prompt="greedy") for a in sample(jobs, 1, 0.0, g)]
+    answers += [dict(a, prompt="sampled") for a in sample(jobs, args.num_samples, args.temperature, g)]
+    answers += [dict(task=t, prompt=mode, text="", stopped=False) for t, _, _ in too_long
+                for mode, n in (("greedy", 1), ("sampled", args.num_samples)) for _ in range(n)]
+    answers = gather(judge_answers(answers, "held_out"))
+    stats = {}
+    for group, ts in groups.items():
+        for mode in ("greedy", "sampled"):
+            mine = [a for a in answers if a["prompt"] == mode and a["task"] in ts]
+            # every answer a record: an unparsed one (or an empty one) counts as a task's incorrect try
+            records = [a["record"] or dict(task=evaluate.task_key(a["task"]), solution="(no code)", correct=False,
+                                           speedup=None) for a in mine]
+            summary = evaluate.summarize([dict(r) for r in records]) or dict(correct=0, speedup=dict(geomean=1.0))
+            correct = sum(bool(r.get("correct")) for r in records) / max(1, len(mine))
+            stats[f"{group}_{mode}"] = dict(tasks=len(ts), answers=len(mine), correct=correct,
+                                            solved=summary["correct"], geomean=summary["speedup"]["geomean"])
+    return stats, answers
+
+
+def held_out_line(stats):
+    """One line per group: greedy and sampled correct rates, tasks solved, geomean speedup."""
+    lines = []
+    for group, what in (("generated", "held-out generated"), ("level2", "held-out KernelBench level 2")):
+        if f"{group}_greedy" not in stats:
+            lines.append(f"{what}: not judged on the CPU (its references are too heavy there)")
+            continue
+        g, s = stats[f"{group}_greedy"], stats[f"{group}_sampled"]
+        lines.append(f"{what}, {g['tasks']} tasks | greedy: correct {g['correct']:.0%} ({g['solved']} tasks), "
+                     f"geomean {g['geomean']:.2f}x | sampled ({args.num_samples} per task): correct {s['correct']:.0%} "
+                     f"({s['solved']} tasks), geomean {s['geomean']:.2f}x (a task without a correct answer: 1.00x)")
+    return lines
+
+
+held = None  # the held-out evaluation's numbers, kept in <out>/held_out.json (a finished run does it once)
+held_path = os.path.join(args.out, "held_out.json")
+if args.generated and args.held_out_tasks > 0:
+    held = json.load(open(held_path)) if os.path.exists(held_path) else None
+    if held is None or (held["step"], held["rounds"]) != (step, args.rounds):
+        t0 = time.time()
+        groups = held_out_tasks()
+        stats, answers = held_out_eval(groups)
+        held = dict(step=step, rounds=args.rounds, tasks=groups, stats=stats, seconds=round(time.time() - t0, 1))
+        if master:
+            with open(held_path, "w") as f:
+                json.dump(held, f, indent=1)
+            with open(os.path.join(args.out, "answers-held_out.jsonl"), "w") as f:
+                f.writelines(json.dumps(dict(task=a["task"], prompt=a["prompt"], reason=a["reason"],
+                                             status=a["record"] and a["record"]["status"], text=a["text"])) + "\n"
+                             for a in answers)
+    for line in held_out_line(held["stats"]):
+        say(line)
+
 
 def write_report(path):
     """Markdown + JSON: where and how it ran, stage-1 speed, and every stage-2 round so far."""
@@ -592,7 +762,8 @@ def write_report(path):
     summary = dict(command="python " + " ".join(sys.argv), env=env, world=world, dtype=str(dtype), settings=vars(args),
                    params=raw_model.num_params(), tokens_per_solution=n_tok / len(examples), solutions=len(examples),
                    solution_files=[e["path"] for e in examples], sample_tasks=sample_tasks,  # what it trained on
-                   stage1=dict(steps=len(speeds), tokens_per_s=tok_s, mfu_percent=mfu), stage2=rounds)
+                   generated_tasks=gen_tasks, stage1=dict(steps=len(speeds), tokens_per_s=tok_s, mfu_percent=mfu),
+                   stage2=rounds, held_out=held)
     sp = lambda v: "-" if v is None else f"{v:.2f}x"
     lines = [f"# train_sft.py on {env['gpu']}", "",
              f"`{summary['command']}`  ", f"commit {env['commit']}, torch {env['torch']}, {world} rank(s), {dtype}, "
@@ -614,6 +785,9 @@ def write_report(path):
         lines.append(f"| {r['round']}{when} | {r['answers']} | {r['stopped']:.0%} | "
                      f"{r['parsed']:.0%} | {r['compiled']:.0%} | {r['correct']:.0%} | {sp(r['speedup_mean'])} | "
                      f"{sp(r['speedup_median'])} | {sp(r['speedup_max'])} | {r['kept']} | {cols} | {loss} |")
+    if held:
+        lines += ["", "## Held-out evaluation (plain prompts; cudal1.held_out: no training input touches these tasks)",
+                  "", *[f"- {line}" for line in held_out_line(held["stats"])]]
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")
