@@ -100,3 +100,35 @@ def test_stage2_round_with_the_real_judge(tmp_path):
     p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0 and "resumed" in p.stdout, p.stderr[-3000:]
     assert len(open(out / "stage2.jsonl").readlines()) == 2
+
+
+def test_generated_tasks_and_the_held_out_line(tmp_path):
+    # --generated: stage 1 trains on generated tasks' teacher solutions beside kernels/ (on the CPU
+    # only those that run there), and the run ends with the held-out line, also in its report
+    (tmp_path / "kernels" / "level1").mkdir(parents=True)
+    (tmp_path / "kernels" / "level1" / "19_ReLU.py").write_text(RELU)
+    out = tmp_path / "out"
+    cmd = [sys.executable, os.path.join(ROOT, "train_sft.py"), "--kernels", str(tmp_path / "kernels"),
+           "--tasks", os.path.join(ROOT, "kernelbench"), "--kinds", "pytorch", "--out", str(out), "--device", "cpu",
+           "--n-layer", "1", "--n-head", "2", "--n-embd", "32", "--block-size", "4096", "--vocab-size", "259",
+           "--steps", "20", "--rounds", "0", "--generated", "6", "--held-out-tasks", "2", "--num-samples", "2",
+           "--max-new-tokens", "64", "--speedups", "nothing.jsonl", "--judge-jobs", "1"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    # seeds 0-6 (4 is held out): 2, 3 and 6 have PyTorch-level moves; the fused CUDA ones stay out on the CPU
+    assert "6 generated training tasks (cpu sizes): 3 with a teacher solution that runs here, 4 solutions" in p.stdout
+    report = json.load(open(out / "report.json"))
+    generated = [f for f in report["solution_files"] if f.startswith(str(out / "generated" / "solutions"))]
+    assert len(generated) == 4 and len(report["solution_files"]) == 5 and len(report["generated_tasks"]) == 3
+    assert not [f for f in generated if cudal1.solution_kind(open(f).read()) == "cuda"]
+    assert "5 solutions (5 fit)" in p.stdout, p.stdout
+    stats = report["held_out"]["stats"]
+    assert set(stats) == {"generated_greedy", "generated_sampled"}  # level 2 is not judged on the CPU
+    for mode, n in (("greedy", 2), ("sampled", 4)):
+        s = stats[f"generated_{mode}"]
+        assert s["tasks"] == 2 and s["answers"] == n and 0 <= s["correct"] <= 1 and 0 <= s["solved"] <= 2
+        assert s["geomean"] > 0
+    line = "held-out generated, 2 tasks | greedy: correct"
+    assert line in p.stdout and line in open(out / "report.md").read()
+    assert "held-out KernelBench level 2: not judged on the CPU" in p.stdout

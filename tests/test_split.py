@@ -134,3 +134,36 @@ def test_rl_leaves_held_out_tasks_and_seeds_out(tmp_path):
     p = subprocess.run(cmd + ["--rl-tasks", f"{TRAIN},{HELD}", "--out", str(tmp_path / "rl2")], cwd=ROOT,
                        capture_output=True, text=True, timeout=120)
     assert p.returncode != 0 and "--rl-tasks: held-out task(s), never trained on" in p.stderr, p.stdout + p.stderr
+
+
+def test_generated_run_trains_on_no_held_out_task(tmp_path):
+    # a --generated run: the generated tasks and solutions it trains on hold no held-out task (by
+    # seed and by code), and the tasks its held-out evaluation judges are held-out ones, exactly
+    # the first --held-out-tasks of the split
+    out = tmp_path / "out"
+    cmd = [sys.executable, os.path.join(ROOT, "train_sft.py"), "--kernels", str(tmp_path / "none"), "--device", "cpu",
+           "--n-layer", "1", "--n-head", "2", "--n-embd", "32", "--block-size", "4096", "--vocab-size", "259",
+           "--steps", "0", "--rounds", "0", "--generated", "12", "--held-out-tasks", "3", "--num-samples", "1",
+           "--max-new-tokens", "8", "--out", str(out)]
+    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    report = json.load(open(out / "report.json"))
+    tasks_dir = out / "generated" / "tasks" / "levelG"
+    # a teacher solution N_Name.<move>.py names its task N_Name.py (held_out places a task by its NAME.json)
+    solved = [str(tasks_dir / (os.path.basename(f).split(".")[0] + ".py")) for f in report["solution_files"]]
+    trained = report["generated_tasks"] + solved + report["sample_tasks"]
+    assert report["generated_tasks"] and solved and not [f for f in trained if cudal1.held_out(f)]
+    metas = [json.load(open(tasks_dir / f)) for f in sorted(os.listdir(tasks_dir)) if f.endswith(".json")]
+    sources = [open(tasks_dir / (f[:-5] + ".py")).read() for f in sorted(os.listdir(tasks_dir)) if f.endswith(".json")]
+    assert len(metas) == 12 and not [m for m in metas if m["held_out"] or cudal1.held_out(m)]
+    # every held-out seed up to the last one used, and the evaluation's tasks: none trained on
+    last = max(m["seed"] for m in metas)
+    held = [gen.generate(s, "cpu") for s in range(last + 1)]
+    held = [t for t in held if t[2]["held_out"]] + gen.tasks(0, 3, "cpu", "held_out")
+    assert not {m["seed"] for m in metas} & {m["seed"] for _, _, m in held}
+    assert not {cudal1.same_code(s) for s in sources} & {cudal1.same_code(s) for _, s, _ in held}
+    evaluated = report["held_out"]["tasks"]["generated"]
+    assert all(cudal1.held_out(t) for t in evaluated)
+    assert [os.path.basename(t) for t in evaluated] == [name + ".py" for name, _, _ in gen.tasks(0, 3, "cpu", "held_out")]
+    assert [cudal1.same_code(open(t).read()) for t in evaluated] == [cudal1.same_code(s) for _, s, _ in
+                                                                      gen.tasks(0, 3, "cpu", "held_out")]
