@@ -294,8 +294,9 @@ def code_key(task, source):
 
 # ---- data
 examples = load_examples(args.kernels, args.tasks)
-gen_examples, gen_tasks = load_generated(args.generated, os.path.join(args.out, "generated")) if args.generated else ([], [])
+gen_examples, gen_tasks = [], []  # --generated: generated tasks' teacher solutions, and those tasks
 if args.generated:
+    gen_examples, gen_tasks = load_generated(args.generated, os.path.join(args.out, "generated"))
     say(f"{args.generated} generated training tasks ({gen_size} sizes): {len(gen_tasks)} with a teacher solution that "
         f"runs here, {len(gen_examples)} solutions, in {os.path.join(args.out, 'generated')}")
 if not examples + gen_examples:
@@ -510,7 +511,7 @@ def sample(jobs, n, temperature, g):
 def sample_answers(tasks, round, plain_only=()):
     """num_samples answers per task to its plain prompt and as many to a contrastive prompt showing
     up to two of its variants -- the reference at 1.00x and its measured kernels/ solutions, drawn as
-    stage 3 draws from its bank -- all in one batch (tasks in `plain_only`: the plain prompt alone):
+    stage 3 draws from its bank -- sampled together (tasks in `plain_only`: the plain prompt alone):
     a list of dicts (task, prompt 'plain'/'contrastive', text, stopped)."""
     g = torch.Generator(device).manual_seed(args.seed + 1000 * round + rank)
     rng = random.Random(args.seed + 1000 * round + rank)  # exemplar draws

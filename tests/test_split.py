@@ -164,6 +164,6 @@ def test_generated_run_trains_on_no_held_out_task(tmp_path):
     assert not {cudal1.same_code(s) for s in sources} & {cudal1.same_code(s) for _, s, _ in held}
     evaluated = report["held_out"]["tasks"]["generated"]
     assert all(cudal1.held_out(t) for t in evaluated)
-    assert [os.path.basename(t) for t in evaluated] == [name + ".py" for name, _, _ in gen.tasks(0, 3, "cpu", "held_out")]
-    assert [cudal1.same_code(open(t).read()) for t in evaluated] == [cudal1.same_code(s) for _, s, _ in
-                                                                      gen.tasks(0, 3, "cpu", "held_out")]
+    first = gen.tasks(0, 3, "cpu", "held_out")
+    assert [os.path.basename(t) for t in evaluated] == [name + ".py" for name, _, _ in first]
+    assert [cudal1.same_code(open(t).read()) for t in evaluated] == [cudal1.same_code(s) for _, s, _ in first]
