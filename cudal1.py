@@ -782,14 +782,16 @@ def held_out(task):
     "moves"), or the path or key of a task ('level2/83_X.py', 'kernelbench/level2/83_X.py') or of a
     solution ('kernels/level2/83_X.v2.py'). A generated task file is judged by the NAME.json the
     generator writes beside it; a file in no levelN folder and without one cannot be placed, and
-    raises rather than slip into training."""
+    raises rather than slip into training. A teacher solution (DIR/solutions/levelG/7_Y.fold_bias.py)
+    is judged by its task's metadata (DIR/tasks/levelG/7_Y.json)."""
     if isinstance(task, dict):
         return frozenset(task["moves"]) in HELD_OUT_MOVES
-    path = re.sub(r"\.v\d+\.py$", ".py", str(task))  # a solution names its task: 83_X.v2.py -> 83_X.py
-    meta = path[:-3] + ".json"
-    if os.path.exists(meta):
-        with open(meta) as f:
-            return held_out(json.load(f))
+    path = re.sub(r"\.\w+\.py$", ".py", str(task))  # a solution names its task: 83_X.v2.py, 7_Y.fold_bias.py
+    teacher = re.sub(r"([/\\])solutions([/\\]level\w+[/\\][^/\\]+)\.py$", r"\1tasks\2.json", path)
+    for meta in (path[:-3] + ".json", teacher):
+        if meta.endswith(".json") and os.path.exists(meta):
+            with open(meta) as f:
+                return held_out(json.load(f))
     level, name = os.path.basename(os.path.dirname(path)), os.path.basename(path)
     if not re.fullmatch(r"level\d+", level):
         raise ValueError(f"held_out: {task} is in no levelN folder and has no generator metadata beside it")

@@ -52,6 +52,20 @@ def test_held_out_names_tasks_solutions_and_keys(tmp_path):
         cudal1.held_out(str(tmp_path / "gen" / "1_Orphan.py"))
 
 
+def test_held_out_places_a_teacher_solution_by_its_task(tmp_path):
+    """DIR/solutions/levelG/N_Name.<move>.py is judged by DIR/tasks/levelG/N_Name.json; a library
+    task file is never read as metadata; a solution with no task beside it raises."""
+    from kernelbench import teacher
+    for split in ("train", "held_out"):
+        for name, source, meta in gen.tasks(0, 3, "cpu", split=split):
+            gen.write(str(tmp_path / "tasks" / "levelG"), name, source, meta)
+            for move, _ in teacher.solutions(source, meta):
+                assert cudal1.held_out(str(tmp_path / "solutions" / "levelG" / f"{name}.{move}.py")) == (split == "held_out")
+    assert cudal1.held_out("kernels/level2/83_Conv3d_GroupNorm_Min_Clamp_Dropout.py")
+    with pytest.raises(ValueError, match="no levelN folder"):
+        cudal1.held_out(str(tmp_path / "solutions" / "levelG" / "999_Nothing.fold_bias.py"))
+
+
 def test_generated_split():
     train = gen.tasks(0, 1500, "cpu", "train")
     held = gen.tasks(0, 60, "cpu", "held_out")
