@@ -61,7 +61,17 @@ if ROOT not in sys.path:
 
 STRICT = dict(tolerance="strict", atol=1e-4, rtol=1e-4)  # atol scaled by rms(ref)
 KERNELBENCH = dict(tolerance="kernelbench", atol=1e-2, rtol=1e-2)  # KernelBench / CUDA-L1 rule
-ARCHS = {"h100": "H100", "h200": "H200", "h20": "H20", "a100": "A100", "l40": "L40", "3090": "3090"}
+# The GPUs cudal1 knows, by their GPU= name: the word nvidia-smi's name for it holds, peak HBM/GDDR
+# TB/s and peak dense bf16 TFLOP/s (datasheets). The Makefile's ARCH_* give each its nvcc arch.
+GPUS = {"h100": ("H100", 3.35, 989), "h200": ("H200", 4.8, 989), "h20": ("H20", 4.0, 148),
+        "a100": ("A100", 2.0, 312), "l40": ("L40", 0.86, 181), "3090": ("3090", 0.94, 71)}
+
+
+def gpu_spec(name):
+    """(GPU= name, TB/s, TFLOP/s) of the GPU nvidia-smi calls `name` ('NVIDIA A100-SXM4-80GB'), or
+    (None, None, None). Matched word for word, so an H20 is never taken for an H200."""
+    words = re.findall(r"[A-Za-z0-9]+", name or "")
+    return next(((k, tb, tf) for k, (word, tb, tf) in GPUS.items() if word in words), (None, None, None))
 
 
 class JudgeError(Exception):
@@ -205,11 +215,11 @@ def check_gpu(gpu, present):
     """GPU=h100 names the results and promises which GPU they come from: refuse to lie."""
     if gpu is None:
         return
-    if gpu.lower() not in ARCHS:
-        raise JudgeError(f"unknown GPU={gpu}: use one of {', '.join(ARCHS)}")
+    if gpu.lower() not in GPUS:
+        raise JudgeError(f"unknown GPU={gpu}: use one of {', '.join(GPUS)}")
     if present is None:
         raise JudgeError(f"GPU={gpu} given but no NVIDIA GPU found on this machine")
-    if ARCHS[gpu.lower()].lower() not in present.lower().split():
+    if gpu_spec(present)[0] != gpu.lower():
         raise JudgeError(f"GPU={gpu} given but this machine has an {present}")
 
 
@@ -1051,9 +1061,6 @@ def _f(x, fmt="{:.3f}"):
     return "" if x is None else fmt.format(x)
 
 
-PEAK_TBPS = {"H200": 4.8, "H100": 3.35, "H20": 4.0, "A100": 2.0, "L40": 0.86, "3090": 0.94}  # HBM/GDDR, datasheets
-
-
 def _bw_share(nbytes, ms, peak):
     """Share of peak memory bandwidth (TB/s) that moving nbytes in ms reaches; None if unknown."""
     return nbytes / (ms * 1e-3) / (peak * 1e12) if peak and nbytes and ms else None
@@ -1063,7 +1070,7 @@ def _no_win_section(records, gpu):
     """Tasks whose best correct solution is not faster than eager, with the numbers behind 'why':
     the least bytes a call must move and the share of peak memory bandwidth eager and the best
     solution reach, and eager's own error under the strict tolerance (TF32 in cuDNN reads > 1)."""
-    peak = next((v for k, v in PEAK_TBPS.items() if k in gpu), None)
+    peak = gpu_spec(gpu)[1]
     refs = {r["task"]: r for r in records if r.get("solution") is None and r.get("status") == "ok"}
     best = {}
     for r in records:

@@ -58,6 +58,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from tqdm import tqdm
 
 import cudal1
+import evaluate  # the judge: stage 2's reward, and its table of GPUs
 
 parser = argparse.ArgumentParser(description="cudal1 stages 1-2: SFT on kernels/, then self-training rounds",
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -256,7 +257,6 @@ def load_speedups(path):
     speedup. None when there is no such file."""
     if not os.path.exists(path):
         return None
-    import evaluate
     return {r["solution"]: r["speedup"] for r in evaluate.read_records(path)
             if r["solution"] and r.get("status") == "ok" and r.get("speedup")}
 
@@ -400,10 +400,10 @@ if "optimizer" in meta:
     optimizer.load_state_dict(meta["optimizer"])
 
 # Model FLOPs per sequence of t tokens, forward + backward (PaLM's count): 6 per parameter per
-# token, plus attention's 12 * n_layer * n_embd * t per token. Peak: dense bf16 of the GPU.
-# Matched by substring of the GPU's name, in this order: H200 before H20.
-PEAK_FLOPS = {"H100": 989e12, "H200": 989e12, "H20": 148e12, "A100": 312e12, "L40": 181e12, "3090": 71e12}
-peak = next((v for k, v in PEAK_FLOPS.items() if k in target), None) if device.type == "cuda" else None
+# token, plus attention's 12 * n_layer * n_embd * t per token. Peak: dense bf16 of the GPU (the
+# judge's table of GPUs, evaluate.GPUS).
+tflops = evaluate.gpu_spec(target)[2] if device.type == "cuda" else None
+peak = tflops * 1e12 if tflops else None
 n_params = raw_model.num_params(embedding=False)
 gen = random.Random(args.seed + rank)  # batches differ across ranks
 
@@ -532,7 +532,6 @@ def sample_answers(tasks, round, plain_only=()):
 def judge_answers(answers, name):
     """Parse every answer, judge each distinct parsed code once; fills in source/reason/record.
     The judge's records go to <out>/judge/<name>-rank<k>.jsonl."""
-    import evaluate  # forkserver start-up happens here, not at import of this script
     distinct = {}
     for a in answers:
         a["source"], a["reason"] = cudal1.parse_answer(a["text"])
@@ -691,7 +690,6 @@ def held_out_eval(groups):
     at --temperature): the correct rate over answers, the tasks with a correct answer, and the geomean
     over tasks of each one's best correct speedup, a task without one counting 1.0x (evaluate.summarize).
     A prompt that leaves no room for --max-new-tokens in the block gets empty answers: failures."""
-    import evaluate
     tasks = [t for ts in groups.values() for t in ts]
     jobs, too_long = [], []
     for task in tasks[rank::world]:
@@ -753,7 +751,6 @@ if args.generated and args.held_out_tasks > 0:
 
 def write_report(path):
     """Markdown + JSON: where and how it ran, stage-1 speed, and every stage-2 round so far."""
-    import evaluate
     env = evaluate.environment(device.type)
     rounds_path = os.path.join(args.out, "stage2.jsonl")
     rounds = [json.loads(line) for line in open(rounds_path)] if os.path.exists(rounds_path) else []
