@@ -348,8 +348,10 @@ def _introspection(event, args):
         return f"{type(args[0]).__name__}.{args[1]}"
     if event == "ctypes.dlsym" and str(args[-1]).startswith(("Py", "_Py")):
         return f"ctypes: the C API's {args[-1]}"
-    if event == "open" and re.fullmatch(r"/proc/(self|\d+)/mem", str(args[0])):
-        return f"open {args[0]}"
+    if event == "open" and isinstance(args[0], (str, bytes)):
+        path = os.path.normpath(os.fsdecode(args[0]))  # b'/proc//self/./mem' is /proc/self/mem too
+        if re.fullmatch(r"/proc/(self|thread-self|\d+)(/task/\d+)?/mem", path):
+            return f"open {path}"
     return None
 
 

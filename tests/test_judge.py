@@ -226,6 +226,12 @@ ATTACKS = {  # name -> (solution source, expected status); each one was 'ok' in 
                     return o.clone()
             return torch.zeros(x.shape[0], want.shape[1])
         """), "cheat:introspection"),
+    "proc_mem": (sol("""
+        def forward(self, x):
+            with open(b"/proc//self/./mem", "rb"):  # the whole process, answer and all, by another name
+                pass
+            return torch.relu(self.lin(x)) * 2.0
+        """), "cheat:introspection"),
     "exec_disguised": (sol("""
         def forward(self, x):
             exec(compile("import sys\\nsys._getframe(2)", "/usr/lib/python3/dist-packages/numpy/core.py", "exec"))
