@@ -380,8 +380,8 @@ while step < args.steps:
     answers, rejudged = judge(groups)
     t2 = time.time()
     rewards = [cudal1.reward(a["record"]) for a in answers]  # G consecutive answers per group
-    held = {t: bank.sources(key[t]) for t in mine}  # code known before this step: no advantage for it
-    known = [a["source"] is not None and cudal1.same_code(a["source"]) in held[a["task"]] for a in answers]
+    known_code = {t: bank.sources(key[t]) for t in mine}  # the bank before this step: no advantage for it
+    known = [a["source"] is not None and cudal1.same_code(a["source"]) in known_code[a["task"]] for a in answers]
     adv = cudal1.group_advantages(rewards, G, args.adv_clip, args.std_floor, known)
     loss = policy_step(groups, adv)
     t3 = time.time()
@@ -424,7 +424,8 @@ while step < args.steps:
     copied = sum(cudal1.same_code(a["source"]) in given[a["task"]] for a in good) / max(1, len(good))
     line = dict(step=step, reward_mean=statistics.mean(rewards), reward_max=max(rewards), loss=loss,
                 stopped=sum(a["stopped"] for a in answers) / n, parsed=parsed, compiled=compiled, correct=correct,
-                copied=copied, known=sum(a["known"] for a in answers) / n, exemplars=statistics.mean(shown) if shown else 0, best=best, rejudged=len(rejudged),
+                copied=copied, known=sum(a["known"] for a in answers) / n,
+                exemplars=statistics.mean(shown) if shown else 0, best=best, rejudged=len(rejudged),
                 statuses=dict(Counter(r["status"] for r in recs)),
                 rejects=dict(Counter(r["message"] for r in recs if r["status"] == "parse_error").most_common(3)),
                 sample_s=round(t1 - t0, 1), judge_s=round(t2 - t1, 1), train_s=round(t3 - t2, 1),
