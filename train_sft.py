@@ -229,21 +229,16 @@ def load_generated(n, out_dir):
     to out_dir/tasks/levelG (+ NAME.json, which cudal1.held_out reads) and out_dir/solutions/levelG,
     the layout evaluate.py pairs by id. A held-out task here is a bug in the split: stop."""
     from kernelbench import generate as gen, teacher
-    tasks_dir, sols_dir = os.path.join(out_dir, "tasks", "levelG"), os.path.join(out_dir, "solutions", "levelG")
     examples, tasks = [], []
     for name, source, meta in gen.tasks(0, n, gen_size, split="train"):
-        task = os.path.join(tasks_dir, name + ".py")
+        task = os.path.join(out_dir, "tasks", "levelG", name + ".py")
         if meta["held_out"] or cudal1.held_out(meta):
             raise SystemExit(f"generated training task {name} is held out: the split is broken")
-        sols = [(os.path.join(sols_dir, f"{name}.{move}.py"), sol) for move, sol in teacher.solutions(source, meta)
-                if runs_here(sol)]
+        sols = [(move, sol) for move, sol in teacher.solutions(source, meta) if runs_here(sol)]
         if master:  # one writer; the other ranks wait at the barrier below before anything reads these
-            gen.write(tasks_dir, name, source, meta)
-            for path, sol in sols:
-                os.makedirs(sols_dir, exist_ok=True)
-                with open(path, "w") as f:
-                    f.write(sol)
-        new = [e for e in (example(task, source, path, sol) for path, sol in sols) if e]
+            teacher.write(out_dir, name, source, meta, sols)
+        new = [e for e in (example(task, source, teacher.solution_path(out_dir, name, move), sol)
+                           for move, sol in sols) if e]
         examples += new
         tasks += [task] if new else []
     if ddp:

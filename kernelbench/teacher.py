@@ -1065,7 +1065,24 @@ def solutions(task_source, meta):
 
 
 # -----------------------------------------------------------------------------
-# the CLI: tasks and their teacher solutions, in the layout evaluate.py pairs by id
+# on disk: tasks and their teacher solutions, in the layout evaluate.py pairs by id and
+# cudal1.held_out reads (a solution is placed by its task's NAME.json)
+
+def solution_path(out_dir, name, move):
+    """out_dir/solutions/levelG/NAME.<move>.py: where the teacher's solution of a task lives."""
+    return os.path.join(out_dir, "solutions", "levelG", f"{name}.{move}.py")
+
+
+def write(out_dir, name, source, meta, sols):
+    """The task as out_dir/tasks/levelG/NAME.py (+ NAME.json) and each (move, solution) of sols at
+    solution_path()."""
+    gen.write(os.path.join(out_dir, "tasks", "levelG"), name, source, meta)
+    for move, sol in sols:
+        path = solution_path(out_dir, name, move)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(sol)
+
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="write generated tasks and one teacher solution per move")
@@ -1076,8 +1093,6 @@ if __name__ == "__main__":
     parser.add_argument("--out", required=True, help="folder for tasks/levelG and solutions/levelG")
     args = parser.parse_args()
     start, stop = map(int, args.seeds.split(":"))
-    tasks_dir, sols_dir = os.path.join(args.out, "tasks", "levelG"), os.path.join(args.out, "solutions", "levelG")
-    os.makedirs(sols_dir, exist_ok=True)
     counts, n_tasks = {m: 0 for m in gen.MOVES}, 0
     for seed in range(start, stop):
         name, source, meta = gen.generate(seed, args.size)
@@ -1086,10 +1101,8 @@ if __name__ == "__main__":
         sols = solutions(source, meta)
         if not sols:
             continue
-        gen.write(tasks_dir, name, source, meta)
-        for move, sol in sols:
-            with open(os.path.join(sols_dir, f"{name}.{move}.py"), "w") as f:
-                f.write(sol)
+        write(args.out, name, source, meta, sols)
+        for move, _ in sols:
             counts[move] += 1
         n_tasks += 1
     print(f"{n_tasks} tasks, {sum(counts.values())} solutions in {args.out}: "
