@@ -35,12 +35,13 @@ print(','.join(s for _, s in best.values()))")
     noise-screen)  # A/A in RL's screening mode (evaluate.SCREEN): the noise the screen's 0.3 s budget leaves
           timeout "${BUDGET:-150}" python3 bench/judge_noise.py --screen --repeats 4 --out results/h200-judge-noise-screen \
             kernelbench/level1/19_ReLU.py kernelbench/level1/23_Softmax.py kernelbench/level1/1_Square_matrix_multiplication_.py 2>&1 | tail -7 ;;
-    teacher)  # the teacher's templates on >= 500 generated tasks (the JSONL resumes: repeat until done)
+    teacher)  # the teacher's templates on >= 500 generated tasks: correctness first, a short timing (the JSONL resumes)
           python3 kernelbench/teacher.py --seeds "${SEEDS:-0:720}" --out build/teacher > /dev/null
           timeout "${BUDGET:-540}" python3 evaluate.py --tasks build/teacher/tasks/levelG --solutions build/teacher/solutions/levelG \
-            --gpu h200 --time-budget 1 --out results/teacher-h200 2>&1 | tail -3 ;;
-    throughput-ba|throughput-c)  # issue 13's table in two calls (results/h200-judge-throughput.{md,json} merge)
-          timeout "${BUDGET:-570}" python3 bench/judge_throughput.py --arms "$(echo ${step#throughput-} | sed 's/./&,/g;s/,$//')" 2>&1 | tail -12 ;;
+            --gpu h200 --trials 4 --time-budget "${TIME_BUDGET:-0.1}" --out results/teacher-h200 2>&1 | tail -3 ;;
+    throughput-*)  # issue 13's table over calls: throughput-cb, then throughput-a (results/h200-judge-throughput.{md,json} merge)
+          timeout "${BUDGET:-570}" python3 bench/judge_throughput.py --arms "$(echo ${step#throughput-} | sed 's/./&,/g;s/,$//')" \
+            ${THROUGHPUT_FLAGS:-} 2>&1 | tail -12 ;;
     noise)  # A/A: the reference judged as its own solution, 4 workers per task
           timeout "${BUDGET:-200}" python3 bench/judge_noise.py --repeats 4 --time-budget "${TIME_BUDGET:-1}" ${NOISE_TASKS:-kernelbench/level1/19_ReLU.py \
             kernelbench/level1/23_Softmax.py kernelbench/level2/12_Gemm_Multiply_LeakyReLU.py kernelbench/level1/1_Square_matrix_multiplication_.py} 2>&1 | tail -9 ;;
