@@ -784,7 +784,7 @@ def _worker_main(conn, task_path, sol_path, opts, secret):
 # the scheduler: many workers building at once, one at a time on the device
 
 DEFAULTS = dict(device=None, jobs=None, trials=6, warmup=3, iters=1000, min_iters=10, time_budget=3.0,
-                compile=False, timeout=300, seed=0, screen=False, **STRICT)
+                compile=False, timeout=300, seed=0, screen=False, overlap=False, **STRICT)
 # RL's first pass: the same rules and checks on every call, but no study of the reference (its flags,
 # eager's own error), 2 correctness trials and a short timing; a candidate that would become a new
 # best is judged again in full before it counts (train_rl.judge).
@@ -904,7 +904,9 @@ def judge_many(pairs, out=None, progress=False, command=None, **kw):
         # Waves: workers build (nvcc, torch.compile: CPU work) side by side, but no build runs while
         # anything is measured -- on the H200 machine, builds beside a timed worker inflated its
         # Python overhead and the sync floor (ReLU's eager time read 36 us, the floor 22 us).
-        measuring = gpu is not None or queue
+        # overlap=True (a screen whose new bests are judged again in full) keeps building and
+        # measuring side by side, so the GPU does not wait for a wave's slowest build.
+        measuring = (gpu is not None or queue) and not opts["overlap"]
         while todo and len(running) < jobs and not measuring:
             i = todo.popleft()
             task, sol = files[i]
@@ -921,7 +923,7 @@ def judge_many(pairs, out=None, progress=False, command=None, **kw):
             child.close()
             running[i] = {"proc": p, "conn": parent, "secret": secret, "phase": "build", "t0": time.time(),
                           "deadline": time.time() + opts["timeout"]}
-        building = any(w.get("phase") == "build" for w in running.values())
+        building = not opts["overlap"] and any(w.get("phase") == "build" for w in running.values())
         while gpu is None and queue and not building:
             gpu = queue.popleft()
             if gpu not in running:  # died while waiting for its turn
@@ -1214,7 +1216,7 @@ def main(argv=None):
     # ---- where
     p.add_argument("--gpu", default=None, help="h100|h200|h20|a100|l40|3090: checked against the GPU present")
     p.add_argument("--device", default=None, help="cuda or cpu (default: cuda if an NVIDIA GPU is present)")
-    p.add_argument("--jobs", type=int, default=None, help="workers building at once (default: cores/2, at most 8)")
+    p.add_argument("--jobs", type=int, default=None, help="workers building at once (default: the cores we may use, at most 16)")
     # ---- how
     p.add_argument("--compile", action="store_true", help="also time torch.compile (default mode) of the reference")
     p.add_argument("--tolerance", default="strict", choices=["strict", "kernelbench"],

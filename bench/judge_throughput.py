@@ -24,6 +24,9 @@ Arms: the same candidates, in the same order; each arm is one judge_many call on
   c  the same kernels built as KernelBench and CUDA-L1 solutions build them: torch's load_inline, a
      C++ and a CUDA file with torch/extension.h, host wrappers launching with <<<>>> on torch's
      current stream; evaluate.SCREEN as in b, so c against b is the build route alone
+  d  b with builds beside measuring (judge_many's overlap): no wave waits for its slowest build
+  e  d with 0.1 s of timing per pair instead of 0.3 s; the PyTorch candidates, each the reference
+     against itself, give every arm's A/A range: the noise its screen then has
 Candidates: for each of the 8 level-1 tasks RL trains on (train_rl.GPU_TASKS), --per-task copies of
 its kernel, each made new by one line `#define CANDIDATE_<arm>_<task>_<n>_<run> 1` at the top of its
 CUDA source (distinct per candidate, arm and run, so no build cache of any route can hit), plus
@@ -72,6 +75,9 @@ ARMS = {  # arm -> (route, judge settings on top of evaluate.DEFAULTS)
     "a": ("pybind11 module (load_kernel)", {}),
     "b": ("cubin + prebuilt launcher (load_cuda)", evaluate.SCREEN),
     "c": ("load_inline, torch headers", evaluate.SCREEN),
+    # levers on top of b, one at a time
+    "d": ("load_cuda, builds beside measuring", {**evaluate.SCREEN, "overlap": True}),
+    "e": ("load_cuda, builds beside measuring", {**evaluate.SCREEN, "overlap": True, "time_budget": 0.1}),
 }
 OPEN = 'CUDA_SRC = r"""'  # every library file holds its CUDA source in this one string
 
@@ -177,7 +183,7 @@ def candidates(arm, per_task, torch_share, run):
                           "class ModelNew(Model):\n    pass\n")
         elif arm == "a":
             source = mark(read_kernel(TASKS[task][0]), tag)
-        elif arm == "b":
+        elif arm in "bde":
             source = mark(read_kernel(TASKS[task][1]), tag)
         else:
             source = inline_solution(mark(read_kernel(TASKS[task][1]), tag), f"candidate_{tag.lower()}")
@@ -243,8 +249,10 @@ def judge_arm(arm, cands, out, command, samples):
             for c, r in zip(cands, recs)]
     busy = [u for t, u in samples if t0 <= t <= t1] if samples is not None else []
     opts = {**evaluate.DEFAULTS, **settings}
+    aa = [s["speedup"] for s in slim if s["kind"] == "pytorch" and s["speedup"]]  # A/A: the reference against itself
     return dict(arm=arm, route=route, judge=f"{'screen' if opts['screen'] else 'default'}: {opts['trials']} trials, "
-                f"{opts['time_budget']:g} s timing", candidates=len(cands), wall_s=round(t1 - t0, 1),
+                f"{opts['time_budget']:g} s timing{', overlapped' if opts['overlap'] else ''}", candidates=len(cands),
+                aa=[min(aa), max(aa)] if aa else None, wall_s=round(t1 - t0, 1),
                 per_gpu_min=len(cands) / ((t1 - t0) / 60), to_record_s=statistics.median(s["to_record_s"] for s in slim),
                 record_wall_s=statistics.median(s["wall_s"] for s in slim if s["wall_s"] is not None),
                 gpu_busy=statistics.mean(busy) / 100 if busy else None, gpu_samples=len(busy),
@@ -267,15 +275,16 @@ def report(data):
           f"seen) and {len(ks) - n_cuda} PyTorch ({(len(ks) - n_cuda) / len(ks):.0%}: the task's reference with a new "
           "constant), in one shuffled order. One GPU is held throughout, so GPU-minutes are wall minutes.", "",
           "| arm | route | judge | candidates | records | wall s | per GPU-minute | median s source to record | "
-          "median record wall_s | GPU busy |", "|---|---|---|---|---|---|---|---|---|---|"]
+          "median record wall_s | GPU busy | A/A range |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for arm in sorted(arms):
         r = arms[arm]
         st = ", ".join(f"{k} {v}" for k, v in sorted(r["statuses"].items()))
         busy = f"{r['gpu_busy']:.0%}" if r["gpu_busy"] is not None else "n/a"
         md.append(f"| {arm} | {r['route']} | {r['judge']} | {r['candidates']} | {st} | {r['wall_s']:.0f} | "
-                  f"{r['per_gpu_min']:.1f} | {r['to_record_s']:.1f} | {r['record_wall_s']:.1f} | {busy} |")
+                  f"{r['per_gpu_min']:.1f} | {r['to_record_s']:.1f} | {r['record_wall_s']:.1f} | {busy} | "
+                  f"{'%.2f-%.2fx' % tuple(r['aa']) if r.get('aa') else 'n/a'} |")
     md.append("")
-    for num, den, goal in [("b", "c", 10), ("b", "a", 3)]:
+    for num, den, goal in [(n, d, g) for n in "bde" for d, g in (("c", 10), ("a", 3))]:
         if num in arms and den in arms:
             x = arms[num]["per_gpu_min"] / arms[den]["per_gpu_min"]
             md.append(f"- ({num})/({den}) = {x:.1f}x candidates per GPU-minute; the issue's goal is at least {goal}x: "
@@ -288,9 +297,12 @@ def report(data):
            "JSONL less the arm's start (all sources are handed over at once, as a training step hands over its "
            "batch); record wall_s is the judge's own (worker start to record: build, wait for the GPU, run); GPU "
            "busy is the mean of nvidia-smi's utilization.gpu (share of time a kernel ran) sampled every 0.2 s over "
-           "the arm. The judge builds in waves of its workers and runs nothing while anything builds, so every "
-           "second of a wave's slowest build is a second the GPU idles. Arms a and c differ from b in route; a also "
-           "in judge settings (today's defaults against RL's screening mode), c not."]
+           "the arm; A/A range is the lowest and highest speedup of the PyTorch candidates, each the reference "
+           "judged against itself, so the spread is the timing noise under that arm's load. The judge builds in "
+           "waves of its workers and runs nothing while anything builds, so every second of a wave's slowest build "
+           "is a second the GPU idles, except with `overlap` (arms d and e: builds beside measuring). Arms a and c "
+           "differ from b in route; a also in judge settings (today's defaults against RL's screening mode), c not; "
+           "d is b with builds overlapped, e is d with 0.1 s of timing per pair instead of 0.3 s."]
     failed = [(arm, s) for arm, r in sorted(arms.items()) for s in r["records"] if s["status"] != "ok"]
     if failed:
         md += ["", "Records that were not ok (the first 10):", ""]
@@ -302,7 +314,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     # ---- what
     p.add_argument("--arms", default="a,b,c", help="arms to run now, in this order (a: pybind11 + default judge, "
-                   "b: load_cuda + SCREEN, c: load_inline + SCREEN); others already in the report are kept")
+                   "b: load_cuda + SCREEN, c: load_inline + SCREEN, d: b + builds beside measuring, e: d + 0.1 s "
+                   "timing); others already in the report are kept")
     p.add_argument("--quick", action="store_true", help="1 CUDA candidate per task (11 candidates): ~2.5 min on the H200")
     p.add_argument("--per-task", type=int, default=0, help="CUDA candidates per task (0: 8, or 1 with --quick)")
     p.add_argument("--torch-share", type=float, default=0.25, help="PyTorch candidates as a share of all, 0 to <1")
