@@ -20,11 +20,11 @@ Arms: the same candidates, in the same order; each arm is one judge_many call on
   a  today's route: each kernel's pybind11 file in the library (cudal1.load_kernel: nvcc builds the
      whole module, host code and pybind11 included), the judge's default settings
   b  the fast path: the load_cuda file of the same kernels (device code only, a cubin, launched by
-     the prebuilt launcher, built before any clock), evaluate.SCREEN: RL's screening mode
+     the prebuilt launcher, built before any clock), evaluate.SCREEN as first measured (WAVES: no build beside a timed worker)
   c  the same kernels built as KernelBench and CUDA-L1 solutions build them: torch's load_inline, a
      C++ and a CUDA file with torch/extension.h, host wrappers launching with <<<>>> on torch's
-     current stream; evaluate.SCREEN as in b, so c against b is the build route alone
-  d  b with builds beside measuring (judge_many's overlap): no wave waits for its slowest build
+     current stream; judged as b, so c against b is the build route alone
+  d  b with builds beside measuring (judge_many's overlap, now in evaluate.SCREEN): no wave waits for its slowest build
   e  d with 0.1 s of timing per pair instead of 0.3 s; the PyTorch candidates, each the reference
      against itself, give every arm's A/A range: the noise its screen then has
 Candidates: for each of the 8 level-1 tasks RL trains on (train_rl.GPU_TASKS), --per-task copies of
@@ -71,13 +71,14 @@ TASKS = {
     "40_LayerNorm": ("40_LayerNorm.py", "40_LayerNorm.v2.py"),
     "88_MinGPTNewGelu": ("88_MinGPTNewGelu.v3.py", "88_MinGPTNewGelu.v4.py"),
 }
+WAVES = {**evaluate.SCREEN, "overlap": False}  # the screen as first measured: no build beside a timed worker
 ARMS = {  # arm -> (route, judge settings on top of evaluate.DEFAULTS)
     "a": ("pybind11 module (load_kernel)", {}),
-    "b": ("cubin + prebuilt launcher (load_cuda)", evaluate.SCREEN),
-    "c": ("load_inline, torch headers", evaluate.SCREEN),
+    "b": ("cubin + prebuilt launcher (load_cuda)", WAVES),
+    "c": ("load_inline, torch headers", WAVES),
     # levers on top of b, one at a time
-    "d": ("load_cuda, builds beside measuring", {**evaluate.SCREEN, "overlap": True}),
-    "e": ("load_cuda, builds beside measuring", {**evaluate.SCREEN, "overlap": True, "time_budget": 0.1}),
+    "d": ("load_cuda, builds beside measuring", {**WAVES, "overlap": True}),
+    "e": ("load_cuda, builds beside measuring", {**WAVES, "overlap": True, "time_budget": 0.1}),
 }
 OPEN = 'CUDA_SRC = r"""'  # every library file holds its CUDA source in this one string
 
@@ -249,7 +250,6 @@ def judge_arm(arm, cands, out, command, samples):
             for c, r in zip(cands, recs)]
     busy = [u for t, u in samples if t0 <= t <= t1] if samples is not None else []
     opts = {**evaluate.DEFAULTS, **settings}
-    aa = [s["speedup"] for s in slim if s["kind"] == "pytorch" and s["speedup"]]  # A/A: the reference against itself
     return dict(arm=arm, route=route, judge=f"{'screen' if opts['screen'] else 'default'}: {opts['trials']} trials, "
                 f"{opts['time_budget']:g} s timing{', overlapped' if opts['overlap'] else ''}", candidates=len(cands),
                 aa=[min(aa), max(aa)] if aa else None, wall_s=round(t1 - t0, 1),
@@ -278,11 +278,12 @@ def report(data):
           "median record wall_s | GPU busy | A/A range |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for arm in sorted(arms):
         r = arms[arm]
+        aa = [s["speedup"] for s in r["records"] if s["kind"] == "pytorch" and s["speedup"]]  # the reference vs itself
         st = ", ".join(f"{k} {v}" for k, v in sorted(r["statuses"].items()))
         busy = f"{r['gpu_busy']:.0%}" if r["gpu_busy"] is not None else "n/a"
         md.append(f"| {arm} | {r['route']} | {r['judge']} | {r['candidates']} | {st} | {r['wall_s']:.0f} | "
                   f"{r['per_gpu_min']:.1f} | {r['to_record_s']:.1f} | {r['record_wall_s']:.1f} | {busy} | "
-                  f"{'%.2f-%.2fx' % tuple(r['aa']) if r.get('aa') else 'n/a'} |")
+                  f"{f'{min(aa):.2f}-{max(aa):.2f}x' if aa else 'n/a'} |")
     md.append("")
     for num, den, goal in [(n, d, g) for n in "bde" for d, g in (("c", 10), ("a", 3))]:
         if num in arms and den in arms:
