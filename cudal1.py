@@ -798,6 +798,64 @@ def held_out(task):
     m = re.match(r"(\d+)_", name)
     return level == "level2" and m is not None and int(m.group(1)) in HELD_OUT_LEVEL2
 
+
+def solution_name(path):
+    """The name a solution's measured speedup is filed under: its path from the repository root, as
+    the judge names it ('kernels/level1/19_ReLU.v2.py'), or for a generated task's solution 'levelG/'
+    and its file name, which the task's seed fixes wherever the teacher wrote it."""
+    if os.path.basename(os.path.dirname(path)) == "levelG":
+        return "levelG/" + os.path.basename(path)
+    return os.path.relpath(os.path.abspath(path), ROOT)
+
+
+def measured_speedups(paths):
+    """{solution_name: speedup} from the judge's JSONL records in the comma-separated `paths` (the
+    library's, the teacher's), the last record of a solution counting; only correct ('ok') records
+    have one. None when none of the files exists."""
+    found = [p for p in paths.split(",") if p and os.path.exists(p)]
+    if not found:
+        return None
+    out = {}
+    for p in found:
+        for line in open(p):
+            try:
+                r = json.loads(line)
+            except ValueError:  # a line cut short by a kill
+                continue
+            if r.get("solution"):
+                out[solution_name(r["solution"])] = r["speedup"] if r.get("status") == "ok" else None
+    return {k: v for k, v in out.items() if v}
+
+
+def held_out_tasks(folder, n, size, tasks_dir=None, write=True):
+    """{group: task paths} to measure on: 'generated', the first n tasks of the held-out split at
+    `size` (kernelbench/generate.py; the same tasks in every run), written to folder/levelG when
+    `write` (one writer under torchrun); with tasks_dir, 'level2': the 20 held-out KernelBench
+    level-2 tasks under it."""
+    from kernelbench import generate as gen
+    groups = {"generated": []}
+    for name, source, meta in gen.tasks(0, n, size, split="held_out"):
+        if write:
+            gen.write(os.path.join(folder, "levelG"), name, source, meta)
+        groups["generated"].append(os.path.join(folder, "levelG", name + ".py"))
+    if tasks_dir:
+        files = {int(f.split("_")[0]): f for f in os.listdir(os.path.join(tasks_dir, "level2")) if re.match(r"\d+_.*\.py$", f)}
+        groups["level2"] = [os.path.join(tasks_dir, "level2", files[i]) for i in HELD_OUT_LEVEL2]
+    return groups
+
+
+def split_score(records, tasks):
+    """How a policy did on `tasks` from the judge's `records` of its answers (None for an answer that
+    did not parse): the share of answers correct, the tasks with a correct one, and the geomean over
+    `tasks` of each one's best correct speedup, a task without one counting 1.0x."""
+    best = {}
+    for task, r in records:
+        if r and r.get("correct") and r.get("speedup"):
+            best[task] = max(best.get(task, 0.0), r["speedup"])
+    geomean = math.exp(sum(math.log(best.get(t, 1.0)) for t in tasks) / max(1, len(tasks)))
+    return dict(tasks=len(tasks), answers=len(records), correct=sum(bool(r and r.get("correct")) for _, r in records)
+                / max(1, len(records)), solved=len(best), geomean=geomean)
+
 # -----------------------------------------------------------------------------
 # prompts and answers
 #

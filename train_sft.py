@@ -67,9 +67,10 @@ parser.add_argument("--kernels", default="kernels", help="verified solutions, le
 parser.add_argument("--tasks", default="kernelbench", help="KernelBench tasks, level*/NAME.py")
 parser.add_argument("--kinds", default=None, help="solution kinds stage 1 trains on, of cuda,cpp,pytorch; "
                     "unset: device default (a CPU trains on what runs on it)")
-parser.add_argument("--speedups", default=None, help="the judge's records of --kernels (evaluate.py JSONL): the "
-                    "speedups contrastive prompts show; unset: results/h200.jsonl on a GPU, results/cpu.jsonl on "
-                    "the CPU; missing: no contrastive pairs")
+parser.add_argument("--speedups", default=None, help="the judge's records of --kernels and of the teacher's "
+                    "solutions (evaluate.py JSONL, comma-separated): the speedups contrastive prompts show; unset: "
+                    "results/h200.jsonl,results/teacher-h200.jsonl on a GPU, results/cpu.jsonl on the CPU; "
+                    "missing: no contrastive pairs")
 parser.add_argument("--sample-tasks", default=None, help="stage-2 tasks, comma-separated paths under --tasks "
                     "(level1/19_ReLU.py,...); 'all': every task with a solution that runs here; unset: device default")
 # ---- generated tasks (kernelbench/generate.py, solutions by kernelbench/teacher.py); not yet the default
@@ -146,7 +147,7 @@ DEFAULTS = {
                 max_new_tokens=1280, min_answer_tokens=1280, cuda_graphs=0, generated_sample=2, held_out_tasks=16,
                 sample_tasks="level1/19_ReLU.py,level1/23_Softmax.py,level1/47_Sum_reduction_over_a_dimension.py"),
     "cuda": dict(n_layer=12, n_head=12, n_embd=768, block_size=8192, vocab_size=2048, steps=300, batch_size=16,
-                 lr=6e-4, rounds=1, num_samples=4, round_steps=50, kinds="cuda,cpp,pytorch", speedups="results/h200.jsonl",
+                 lr=6e-4, rounds=1, num_samples=4, round_steps=50, kinds="cuda,cpp,pytorch", speedups="results/h200.jsonl,results/teacher-h200.jsonl",
                  max_new_tokens=3072, min_answer_tokens=3072, cuda_graphs=1, generated_sample=8, held_out_tasks=64,
                  sample_tasks=",".join(f"level1/{t}.py" for t in FIRST_SLICE)),
 }
@@ -246,16 +247,6 @@ def load_generated(n, out_dir):
     return examples, tasks
 
 
-def load_speedups(path):
-    """{solution path as the judge names it ('kernels/level1/19_ReLU.v2.py'): measured speedup},
-    from evaluate.py's JSONL records; a file's last record counts, and only 'ok' records have a
-    speedup. None when there is no such file."""
-    if not os.path.exists(path):
-        return None
-    return {r["solution"]: r["speedup"] for r in evaluate.read_records(path)
-            if r["solution"] and r.get("status") == "ok" and r.get("speedup")}
-
-
 def contrastive_pairs(examples, speedups):
     """(example, exemplars) pairs that teach stage 3's prompt. For each measured solution at least
     as fast as the reference: a prompt for every two of its task's other variants that are no
@@ -267,7 +258,7 @@ def contrastive_pairs(examples, speedups):
     contrastive answers on the H200; data that teaches a skill, not a file, is the cure for that."""
     by_task = {}
     for e in examples:
-        s = speedups.get(os.path.relpath(os.path.abspath(e["path"]), cudal1.ROOT))  # the judge's name for it
+        s = speedups.get(cudal1.solution_name(e["path"]))
         if s:
             by_task.setdefault(e["task"], []).append((s, e))
     pairs = []
@@ -309,7 +300,7 @@ else:
 examples += gen_examples  # from here on generated solutions are examples like kernels/ ones
 selftrain_path = os.path.join(args.out, "selftrain.jsonl")
 kept = [json.loads(line) for line in open(selftrain_path)] if os.path.exists(selftrain_path) else []
-speedups = load_speedups(args.speedups)
+speedups = cudal1.measured_speedups(args.speedups)
 cpairs, measured = contrastive_pairs(examples, speedups or {})  # measured: task -> [(speedup, example)]
 if speedups is None:
     say(f"no {args.speedups}: no contrastive pairs, plain prompts only (make eval measures kernels/)")
@@ -655,22 +646,12 @@ for rnd in range(start_round, args.rounds + 1) if args.rounds > 0 else []:
 
 
 # ---- held-out evaluation (--generated): tasks no training input touched, plain prompts
-def held_out_tasks():
-    """{group: task paths}: 'generated', --held-out-tasks generated tasks of the held-out split
-    (seeds 0, 1, ... of it: the same tasks for every run of this device), written to
-    <out>/generated/held_out/levelG; on a GPU 'level2', the 20 held-out KernelBench level-2 tasks
-    (on the CPU their references are too heavy to judge). Each is checked held out and unlike the
-    source of every task trained on (cudal1.same_code)."""
-    from kernelbench import generate as gen
-    folder = os.path.join(args.out, "generated", "held_out", "levelG")
-    groups = {"generated": []}
-    for name, source, meta in gen.tasks(0, args.held_out_tasks, gen_size, split="held_out"):
-        if master:
-            gen.write(folder, name, source, meta)
-        groups["generated"].append(os.path.join(folder, name + ".py"))
-    if device.type == "cuda":
-        groups["level2"] = sorted(p for i in cudal1.HELD_OUT_LEVEL2
-                                  for p in glob.glob(os.path.join(args.tasks, "level2", f"{i}_*.py")))
+def held_out_groups():
+    """cudal1.held_out_tasks under <out>/generated/held_out: --held-out-tasks generated tasks, and
+    on a GPU the 20 held-out KernelBench level-2 tasks (on the CPU their references are too heavy to
+    judge). Each is checked held out and unlike the source of every task trained on."""
+    groups = cudal1.held_out_tasks(os.path.join(args.out, "generated", "held_out"), args.held_out_tasks, gen_size,
+                                   args.tasks if device.type == "cuda" else None, write=master)
     if ddp:
         dist.barrier()
     trained = {cudal1.same_code(read(t)) for t in {e["task"] for e in examples}}
@@ -682,9 +663,8 @@ def held_out_tasks():
 
 def held_out_eval(groups):
     """Per group and for 'greedy' (one answer per task, temperature 0) and 'sampled' (--num-samples
-    at --temperature): the correct rate over answers, the tasks with a correct answer, and the geomean
-    over tasks of each one's best correct speedup, a task without one counting 1.0x (evaluate.summarize).
-    A prompt that leaves no room for --max-new-tokens in the block gets empty answers: failures."""
+    at --temperature): cudal1.split_score of the answers. A prompt that leaves no room for
+    --max-new-tokens in the block gets empty answers: failures."""
     tasks = [t for ts in groups.values() for t in ts]
     jobs, too_long = [], []
     for task in tasks[rank::world]:
@@ -696,17 +676,9 @@ def held_out_eval(groups):
     answers += [dict(task=t, prompt=mode, text="", stopped=False) for t, _, _ in too_long
                 for mode, n in (("greedy", 1), ("sampled", args.num_samples)) for _ in range(n)]
     answers = gather(judge_answers(answers, "held_out"))
-    stats = {}
-    for group, ts in groups.items():
-        for mode in ("greedy", "sampled"):
-            mine = [a for a in answers if a["prompt"] == mode and a["task"] in ts]
-            # every answer a record: an unparsed one (or an empty one) counts as a task's incorrect try
-            records = [a["record"] or dict(task=evaluate.task_key(a["task"]), solution="(no code)", correct=False,
-                                           speedup=None) for a in mine]
-            summary = evaluate.summarize([dict(r) for r in records]) or dict(correct=0, speedup=dict(geomean=1.0))
-            correct = sum(bool(r.get("correct")) for r in records) / max(1, len(mine))
-            stats[f"{group}_{mode}"] = dict(tasks=len(ts), answers=len(mine), correct=correct,
-                                            solved=summary["correct"], geomean=summary["speedup"]["geomean"])
+    stats = {f"{group}_{mode}": cudal1.split_score([(a["task"], a["record"]) for a in answers
+                                                     if a["prompt"] == mode and a["task"] in ts], ts)
+             for group, ts in groups.items() for mode in ("greedy", "sampled")}
     return stats, answers
 
 
@@ -730,7 +702,7 @@ if args.generated and args.held_out_tasks > 0:
     held = json.load(open(held_path)) if os.path.exists(held_path) else None
     if held is None or (held["step"], held["rounds"]) != (step, args.rounds):
         t0 = time.time()
-        groups = held_out_tasks()
+        groups = held_out_groups()
         stats, answers = held_out_eval(groups)
         held = dict(step=step, rounds=args.rounds, tasks=groups, stats=stats, seconds=round(time.time() - t0, 1))
         if master:

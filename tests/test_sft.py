@@ -132,3 +132,22 @@ def test_generated_tasks_and_the_held_out_line(tmp_path):
     line = "held-out generated, 2 tasks | greedy: correct"
     assert line in p.stdout and line in open(out / "report.md").read()
     assert "held-out KernelBench level 2: not judged on the CPU" in p.stdout
+
+
+def test_teacher_speedups_reach_generated_solutions_by_name(tmp_path):
+    # the teacher's records (kernelbench/teacher.py --out anywhere) file a generated solution under
+    # levelG/NAME.move.py, so the SFT run's own copy of it finds its measured speedup; a solution's
+    # last record counts (a later failure clears an earlier speedup)
+    recs = tmp_path / "teacher.jsonl"
+    recs.write_text("\n".join(json.dumps(r) for r in [
+        dict(task="levelG/7_Gemm_ReLU.py", solution="build/teacher/solutions/levelG/7_Gemm_ReLU.fuse_epilogue.py",
+             status="ok", speedup=1.5),
+        dict(task="levelG/8_Conv2d_Tanh.py", solution="build/teacher/solutions/levelG/8_Conv2d_Tanh.drop_noop.py",
+             status="ok", speedup=1.2),
+        dict(task="levelG/8_Conv2d_Tanh.py", solution="build/teacher/solutions/levelG/8_Conv2d_Tanh.drop_noop.py",
+             status="wrong_output", speedup=None)]) + "\n{\"cut short")
+    got = cudal1.measured_speedups(f"{tmp_path}/missing.jsonl,{recs}")
+    assert got == {"levelG/7_Gemm_ReLU.fuse_epilogue.py": 1.5}
+    assert cudal1.solution_name("out/sft/generated/solutions/levelG/7_Gemm_ReLU.fuse_epilogue.py") in got
+    assert cudal1.solution_name(os.path.join(ROOT, "kernels", "level1", "19_ReLU.py")) == "kernels/level1/19_ReLU.py"
+    assert cudal1.measured_speedups(f"{tmp_path}/missing.jsonl") is None

@@ -181,3 +181,15 @@ def test_generated_run_trains_on_no_held_out_task(tmp_path):
     first = gen.tasks(0, 3, "cpu", "held_out")
     assert [os.path.basename(t) for t in evaluated] == [name + ".py" for name, _, _ in first]
     assert [cudal1.same_code(open(t).read()) for t in evaluated] == [cudal1.same_code(s) for _, s, _ in first]
+
+
+def test_held_out_tasks_are_the_split_and_score_counts_missing_tasks_as_1x(tmp_path):
+    groups = cudal1.held_out_tasks(str(tmp_path), 3, "cpu", os.path.join(ROOT, "kernelbench"))
+    assert len(groups["generated"]) == 3 and all(cudal1.held_out(t) for t in groups["generated"])
+    assert [int(os.path.basename(t).split("_")[0]) for t in groups["level2"]] == list(cudal1.HELD_OUT_LEVEL2)
+    a, b, c = groups["generated"]
+    records = [(a, {"correct": True, "speedup": 2.0}), (a, {"correct": True, "speedup": 4.0}),
+               (b, {"correct": False, "speedup": None}), (b, None)]
+    s = cudal1.split_score(records, [a, b, c])
+    # a's best (4x) counts once; b and c have no correct answer: 1.0x each
+    assert s == dict(tasks=3, answers=4, correct=0.5, solved=1, geomean=pytest.approx(4 ** (1 / 3)))
