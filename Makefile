@@ -75,7 +75,9 @@ clean:
 
 # stages 1-2: SFT on kernels/, then self-training rounds judged by evaluate.py (train_sft.py).
 # CPU: a ~1M-parameter model on the C++ solutions + 1 round on 3 level-1 tasks, ~11 min on 2 cores;
-# H200: ~90M parameters, ~3.7 min. Writes out/sft (run again to resume; rm -rf out/sft to restart).
+# GPU: ~27M parameters on kernels/ + the teacher's solutions of 3000 generated tasks, then the held-out
+# line (not yet timed; the earlier 88M default took ~3.7 min on the H200). Writes out/sft (run again to
+# resume; rm -rf out/sft to restart).
 SFT_FLAGS ?=
 sft: setup
 	$(PYTHON) train_sft.py --out out/sft $(SFT_FLAGS)
@@ -89,19 +91,24 @@ RL_MINUTES ?=
 rl: setup
 	$(PYTHON) train_rl.py --init out/sft --out out/rl $(if $(RL_MINUTES),--time-limit $(RL_MINUTES)) $(RL_FLAGS)
 
-# stage 1 -> 2 -> 3 on the bundled default: CPU 15 min on 2 cores; H200 447 s (both measured)
+# stage 1 -> 2 -> 3 on the bundled default: CPU 15 min on 2 cores (measured); H200 not yet timed
+# with the curriculum default (447 s with the earlier 88M one)
 train: setup
 	$(MAKE) --no-print-directory sft
 	$(MAKE) --no-print-directory rl
 
-# the paper's ablation: contrastive vs --plain RL from the same out/sft, the same steps and
-# ABLATION_MINUTES each, then results/train-<gpu>.md (reward chart, best speedups); ~2 x ABLATION_MINUTES
+# the paper's ablation: contrastive vs --plain RL from the same out/sft, for each of SEEDS, the same
+# steps and ABLATION_MINUTES each, then results/train-<gpu>.md (reward chart, held-out geomean per run
+# and its picture train-<gpu>.svg, best speedups); ~2 x ABLATION_MINUTES per seed
 ABLATION_MINUTES ?= 3
+SEEDS ?= 1
 .PHONY: rl-ablation
 rl-ablation: setup
-	$(PYTHON) train_rl.py --init out/sft --out out/rl-contrastive --time-limit $(ABLATION_MINUTES) $(RL_FLAGS)
-	$(PYTHON) train_rl.py --init out/sft --out out/rl-plain --plain --time-limit $(ABLATION_MINUTES) $(RL_FLAGS)
-	$(PYTHON) bench/rl_report.py out/rl-contrastive out/rl-plain --out results/train-$(or $(GPU),cpu).md
+	for s in $(SEEDS); do \
+	  $(PYTHON) train_rl.py --init out/sft --out out/rl-contrastive-s$$s --seed $$s --time-limit $(ABLATION_MINUTES) $(RL_FLAGS) && \
+	  $(PYTHON) train_rl.py --init out/sft --out out/rl-plain-s$$s --seed $$s --plain --time-limit $(ABLATION_MINUTES) $(RL_FLAGS) \
+	  || exit 1; done
+	$(PYTHON) bench/rl_report.py $(foreach s,$(SEEDS),out/rl-contrastive-s$(s) out/rl-plain-s$(s)) --out results/train-$(or $(GPU),cpu).md
 
 # ---- pattern rules: one native source -> one pybind11 module named k<stem>
 # CUDART=shared links the CUDA runtime torch has already loaded instead of a private static copy.

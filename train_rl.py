@@ -49,7 +49,9 @@ parser.add_argument("--init", default="out/sft", help="checkpoint to start from 
 parser.add_argument("--kernels", default="kernels", help="verified solutions: the tasks that 'all' means")
 parser.add_argument("--tasks", default="kernelbench", help="KernelBench tasks, level*/NAME.py")
 parser.add_argument("--rl-tasks", default=None, help="comma-separated paths under --tasks (level1/19_ReLU.py,...); "
-                    "'all': every task with a solution in --kernels that runs here; unset: device default")
+                    "'all': every task with a solution in --kernels that runs here; 'generated': the generated "
+                    "training tasks --init trained on (train_sft.py --generated); unset: 'generated' when --init "
+                    "holds them, else the device default")
 # ---- sampling
 parser.add_argument("--plain", action="store_true", help="plain prompts, no exemplars: the paper's ablation")
 parser.add_argument("--tasks-per-step", type=int, default=-1, help="tasks per step, over all ranks; -1: device default")
@@ -90,6 +92,11 @@ parser.add_argument("--judge-jobs", type=int, default=0, help="judge workers bui
 parser.add_argument("--trials", type=int, default=5, help="correctness trials per answer")
 parser.add_argument("--iters", type=int, default=20, help="timed calls per answer, at most")
 parser.add_argument("--timeout", type=int, default=120, help="seconds per answer for build, and for run")
+# ---- held-out evaluation: greedy answers to tasks no training input touches (cudal1.held_out_tasks)
+parser.add_argument("--held-out-tasks", type=int, default=-1, help="held-out generated tasks (+ on a GPU the 20 "
+                    "held-out KernelBench level-2 tasks) answered greedily before the first step, every "
+                    "--held-out-every steps and at the end; 0: none; -1: device default")
+parser.add_argument("--held-out-every", type=int, default=10, help="steps between held-out evaluations")
 # ---- run
 parser.add_argument("--out", default="out/rl", help="checkpoint, bank and logs; resumed when it holds a checkpoint")
 parser.add_argument("--device", default="", help="cuda or cpu; empty: cuda if present ($CUDAL1_DEVICE overrides)")
@@ -110,20 +117,26 @@ args = parser.parse_args()
 # On the GPU answers are capped at 3072 tokens (~1.3x the longest solution of these tasks, 40_LayerNorm
 # at 8 KB): a step samples in one batch, so one answer that never stops keeps every row decoding to
 # the end of the block (the first H200 step spent 111 s of 132 sampling). On the CPU the cap is 1280.
+# From a curriculum checkpoint (train_sft.py --generated) the tasks are the generated ones it trained
+# on instead, seeded with the teacher's measured solutions: copying a memorised library file is then
+# no way to score. Either way the held-out split is measured before the first step, every
+# --held-out-every steps and at the end (4 generated tasks on the CPU; 32 and the 20 level-2 on a GPU).
 CPU_TASKS = ["19_ReLU", "23_Softmax", "47_Sum_reduction_over_a_dimension", "97_CosineSimilarityLoss"]
 GPU_TASKS = CPU_TASKS + ["12_Matmul_with_diagonal_matrices_", "26_GELU_", "40_LayerNorm", "88_MinGPTNewGelu"]
 DEFAULTS = {
     "cpu": dict(rl_tasks=",".join(f"level1/{t}.py" for t in CPU_TASKS), tasks_per_step=2, num_samples=4,
                 steps=10, lr=3e-5, time_limit=0, max_new_tokens=1280, min_answer_tokens=1280, cuda_graphs=0,
-                seed_bank="results/cpu.jsonl"),
+                seed_bank="results/cpu.jsonl", held_out_tasks=4),
     "cuda": dict(rl_tasks=",".join(f"level1/{t}.py" for t in GPU_TASKS), tasks_per_step=4, num_samples=8,
                  steps=200, lr=1e-5, time_limit=3.5, max_new_tokens=3072, min_answer_tokens=3072, cuda_graphs=1,
-                 seed_bank="results/h200.jsonl"),
+                 seed_bank="results/h200.jsonl,results/teacher-h200.jsonl", held_out_tasks=32),
 }
 
 # ---- distributed and device
 rank, world, device, dtype = cudal1.init_run(args.device or None, args.dtype or None)
 ddp, master = "RANK" in os.environ, rank == 0  # ddp: launched by torchrun
+if args.rl_tasks is None and os.path.isdir(os.path.join(args.init, "generated", "solutions")):
+    args.rl_tasks = "generated"  # a curriculum checkpoint: RL on the generated tasks it trained on, not on kernels/
 for k, v in DEFAULTS[device.type].items():
     if getattr(args, k) in (-1, None):
         setattr(args, k, v)
@@ -184,6 +197,13 @@ if args.rl_tasks == "all":
     tasks = sorted(tasks)
     if held:
         say(f"left out {len(held)} held-out task(s) (cudal1.held_out): {', '.join(sorted(held))}")
+elif args.rl_tasks == "generated":  # what stage 1 trained on: the teacher wrote a solution of each
+    tasks = sorted({os.path.join(args.init, "generated", "tasks", "levelG", re.sub(r"\.\w+\.py$", ".py", f))
+                    for f in os.listdir(os.path.join(args.init, "generated", "solutions", "levelG"))}
+                   if os.path.isdir(os.path.join(args.init, "generated", "solutions", "levelG")) else [])
+    held = [t for t in tasks if cudal1.held_out(t)]
+    if held:
+        raise SystemExit(f"--rl-tasks generated: held-out task(s) among {args.init}'s generated tasks: the split is broken")
 else:
     tasks = [os.path.join(args.tasks, t) for t in args.rl_tasks.split(",") if t]
     missing = [t for t in tasks if not os.path.exists(t)]
@@ -198,46 +218,108 @@ if too_long:
     say(f"skipping {len(too_long)} task(s) whose prompt leaves < {args.min_answer_tokens} tokens: {', '.join(too_long)}")
 tasks = [t for t in tasks if t not in too_long]
 if not tasks:
-    raise SystemExit("no RL tasks: set --rl-tasks")
+    raise SystemExit("no RL tasks: set --rl-tasks" + (f" ({args.init} holds no generated tasks: train_sft.py "
+                     "--generated N writes them)" if args.rl_tasks == "generated" else ""))
 bank = cudal1.Bank(os.path.join(args.out, "bank.jsonl"), write=master)
-log_path = os.path.join(args.out, "log.jsonl")
-if master and os.path.exists(log_path):  # steps past the checkpoint will run again: forget their lines
-    lines = [line for line in open(log_path) if line.endswith("\n") and json.loads(line)["step"] < step]
-    with open(log_path, "w") as f:
-        f.writelines(lines)
+log_path, held_path = os.path.join(args.out, "log.jsonl"), os.path.join(args.out, "held_out.jsonl")
+for path in (log_path, held_path):
+    if master and os.path.exists(path):  # steps past the checkpoint will run again: forget their lines
+        lines = [line for line in open(path) if line.endswith("\n") and json.loads(line)["step"] < step]
+        with open(path, "w") as f:
+            f.writelines(lines)
 if master:  # the settings of this run, readable before its first checkpoint (bench/rl_report.py reads them)
     with open(os.path.join(args.out, "settings.json"), "w") as f:
         json.dump(vars(args), f, indent=1)
 key = {t: evaluate.task_key(t) for t in tasks}  # 'level1/19_ReLU.py': the bank's and the judge's name
 
 
-def seed_bank(path):
-    """Adds the kernels/ solutions of the RL tasks judged on this kind of device, as step -1:
-    CUDA-L1's RL starts from a pool of verified variants (on the H200, an empty bank made the first
-    contrastive step all plain prompts). Every rank adds the same entries; only rank 0 writes them."""
+def seed_bank(paths):
+    """Adds, as step -1, the RL tasks' solutions that the judge's records in `paths` (comma-separated)
+    measured correct: kernels/ solutions, from records of this kind of device (speedups on another
+    mislead), and for generated tasks the teacher's solutions --init trained on, found by name
+    (cudal1.measured_speedups). CUDA-L1's RL starts from a pool of verified variants (on the H200,
+    an empty bank made the first contrastive step all plain prompts). Every rank adds the same
+    entries; only rank 0 writes them."""
     n = 0
-    for r in sorted(evaluate.read_records(path), key=lambda r: r["solution"] or ""):  # a file's last record
-        sol = r["solution"] and os.path.join(cudal1.ROOT, r["solution"])
-        measured_on = r.get("env", {}).get("device", "cpu").split(":")[0]  # speedups on another device mislead
-        if (sol and r["task"] in key.values() and measured_on == device.type and r.get("correct")
-                and r.get("speedup") and os.path.exists(sol)):
-            bank.add(r["task"], cudal1.solution_code(open(sol).read()), r, -1)  # as stage 1's exemplars show it
-            n += 1
+    for path in [p for p in paths.split(",") if os.path.exists(p)]:
+        for r in sorted(evaluate.read_records(path), key=lambda r: r["solution"] or ""):  # a file's last record
+            sol = r["solution"] and os.path.join(cudal1.ROOT, r["solution"])
+            measured_on = r.get("env", {}).get("device", "cpu").split(":")[0]
+            if (sol and r["task"] in key.values() and not r["task"].startswith("levelG/") and measured_on == device.type
+                    and r.get("correct") and r.get("speedup") and os.path.exists(sol)):
+                bank.add(r["task"], cudal1.solution_code(open(sol).read()), r, -1)  # as stage 1's exemplars show it
+                n += 1
+    speedups = cudal1.measured_speedups(paths) or {}
+    for t in (t for t in tasks if key[t].startswith("levelG/")):
+        folder = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(t))), "solutions", "levelG")
+        for sol in sorted(glob.glob(os.path.join(folder, os.path.basename(t)[:-3] + ".*.py"))):
+            speedup = speedups.get(cudal1.solution_name(sol))
+            if speedup:
+                bank.add(key[t], cudal1.solution_code(open(sol).read()), dict(status="ok", correct=True, speedup=speedup,
+                                                                               solution=cudal1.solution_name(sol)), -1)
+                n += 1
     return n
 
 
 if not any(bank.entries.values()):
     # A fresh bank holds each task's reference as a variant at 1.00x -- what stage 1's contrastive
     # pairs show, so every prompt has an exemplar from the first step, and a candidate must beat
-    # eager -- then the judged kernels/ solutions of this device.
+    # eager -- then the judged solutions of this device.
     for t in tasks:
         bank.add(key[t], read(t), {"status": "reference", "correct": True, "speedup": 1.0}, -1)
-    if args.seed_bank and os.path.exists(args.seed_bank):
-        say(f"bank seeded with {seed_bank(args.seed_bank)} judged kernels/ solution(s) from {args.seed_bank}")
-    elif args.seed_bank:
-        say(f"no {args.seed_bank}: the bank starts with the references alone")
+    if args.seed_bank:
+        say(f"bank seeded with {seed_bank(args.seed_bank)} judged solution(s) from {args.seed_bank}")
 say(f"{len(tasks)} task(s), {args.tasks_per_step} per step, G={G}; bank holds "
     f"{sum(len(v) for v in bank.entries.values())} solutions (references and seeds included)")
+
+
+# ---- held-out evaluation: never trained on, never in the bank; the same tasks in every run
+held_groups = {}
+if args.held_out_tasks > 0:
+    held_groups = cudal1.held_out_tasks(os.path.join(args.out, "held_out"), args.held_out_tasks,
+                                        "gpu" if device.type == "cuda" else "cpu",
+                                        args.tasks if device.type == "cuda" else None, write=master)
+    if ddp:
+        dist.barrier()
+    trained = {cudal1.same_code(read(t)) for t in tasks}
+    for t in (t for ts in held_groups.values() for t in ts):
+        if not cudal1.held_out(t) or cudal1.same_code(read(t)) in trained:
+            raise SystemExit(f"held-out evaluation: {t} is not held out, or is the code of an RL task")
+
+
+def held_out_eval():
+    """{group: cudal1.split_score} of one greedy answer per held-out task to its plain prompt, judged
+    in the screen as every answer here (a prompt that leaves no room for an answer: a failure).
+    Nothing of it enters the bank or the loss."""
+    mine = [t for ts in held_groups.values() for t in ts][rank::world]
+    prompts = {t: tok.encode_prompt(cudal1.plain_prompt(read(t), target)) for t in mine}
+    fits = [t for t in mine if len(prompts[t]) + (args.max_new_tokens or 1) <= cfg.block_size]
+    g = torch.Generator(device).manual_seed(args.seed)
+    rows = cudal1.generate(cudal1.sampling_model(model, dtype), [prompts[t] for t in fits], 1,
+                           args.max_new_tokens or cfg.block_size, 0.0, 0, 1.0, g, tok.end_id,
+                           bool(args.cuda_graphs)) if fits else []
+    sources = {t: cudal1.parse_answer(tok.decode(r[0]))[0] for t, r in zip(fits, rows)}
+    pairs = [(t, src) for t, src in sources.items() if src is not None]
+    opts = dict(device=str(device) if ddp else device.type, jobs=args.judge_jobs or None, timeout=args.timeout)
+    records = dict(zip([t for t, _ in pairs], evaluate.judge_many(pairs, **opts, **evaluate.SCREEN) if pairs else []))
+    results = [(t, records.get(t)) for t in mine]
+    if ddp:
+        parts = [None] * world
+        dist.all_gather_object(parts, results)
+        results = [x for p in parts for x in p]
+    return {group: cudal1.split_score([(t, r) for t, r in results if t in ts], ts) for group, ts in held_groups.items()}
+
+
+def log_held_out(step):
+    """Measure the split at `step` (updates so far): a line in held_out.jsonl, and one on screen."""
+    t0 = time.time()
+    stats = held_out_eval()
+    if master:
+        with open(held_path, "a") as f:
+            f.write(json.dumps(dict(step=step, stats=stats, seconds=round(time.time() - t0, 1))) + "\n")
+    say(f"held-out at step {step}: " + " | ".join(f"{g} {s['tasks']} tasks: correct {s['correct']:.0%}, geomean "
+                                                  f"{s['geomean']:.2f}x" for g, s in stats.items())
+        + f" ({time.time() - t0:.0f}s)")
 
 
 def step_tasks(step):
@@ -365,7 +447,11 @@ def save():
 
 # ---- the loop: sample -> judge -> reward -> advantage -> step -> bank
 t_start = time.time()
+held_at = -1  # the step the split was last measured at
 while step < args.steps:
+    if held_groups and step % args.held_out_every == 0:
+        log_held_out(step)
+        held_at = step
     t0 = time.time()
     rng = random.Random(f"{args.seed}-{step}-{rank}")  # exemplar draws
     gen = torch.Generator(device).manual_seed(args.seed * 1_000_003 + step * 1000 + rank)
@@ -458,5 +544,7 @@ while step < args.steps:
         say(f"time limit of {args.time_limit:g} min reached at step {step}")
         break
 
+if held_groups and held_at != step:  # the policy this run ends with
+    log_held_out(step)
 if ddp:
     dist.destroy_process_group()

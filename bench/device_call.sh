@@ -36,7 +36,7 @@ print(','.join(s for _, s in best.values()))")
           timeout "${BUDGET:-150}" python3 bench/judge_noise.py --screen --repeats 4 --out results/h200-judge-noise-screen \
             kernelbench/level1/19_ReLU.py kernelbench/level1/23_Softmax.py kernelbench/level1/1_Square_matrix_multiplication_.py 2>&1 | tail -7 ;;
     teacher)  # the teacher's templates on >= 500 generated tasks: correctness first, a short timing (the JSONL resumes)
-          python3 kernelbench/teacher.py --seeds "${SEEDS:-0:720}" --out build/teacher > /dev/null
+          python3 kernelbench/teacher.py --seeds "${TEACHER_SEEDS:-0:720}" --out build/teacher > /dev/null
           timeout "${BUDGET:-540}" python3 evaluate.py --tasks build/teacher/tasks/levelG --solutions build/teacher/solutions/levelG \
             --gpu h200 --trials 4 --time-budget "${TIME_BUDGET:-0.1}" --out results/teacher-h200 2>&1 | tail -3 ;;
     throughput-*)  # issue 13's table over calls: throughput-cb, then throughput-a (results/h200-judge-throughput.{md,json} merge)
@@ -57,7 +57,10 @@ print(','.join(s for _, s in best.values()))")
             kernelbench/level1/19_ReLU.py kernels/level1/19_ReLU.py kernelbench/level1/48_Mean_reduction_over_a_dimension.py \
             kernels/level1/48_Mean_reduction_over_a_dimension.py > results/h200-launch-overhead.md 2>&1; cat results/h200-launch-overhead.md ;;
     sft) timeout "${BUDGET:-300}" make -s sft SFT_FLAGS="${SFT_FLAGS:-}" 2>&1 | tail -30 ;;
-    ablation) timeout "${BUDGET:-300}" make -s rl-ablation GPU=h200 ABLATION_MINUTES="${ABLATION_MINUTES:-2}" 2>&1 | tail -30 ;;
+    ablation)  # issue 15's experiment from out/sft: both arms for each of SEEDS (default 1 2 3), held-out picture
+          timeout "${BUDGET:-540}" make -s rl-ablation GPU=h200 SEEDS="${SEEDS:-1 2 3}" ABLATION_MINUTES="${ABLATION_MINUTES:-1.2}" 2>&1 | tail -30 ;;
+    curriculum)  # issue 14: stages 1-2 on the curriculum default, the held-out line -> results/curriculum-h200.{md,json}
+          timeout "${BUDGET:-540}" python3 train_sft.py --out out/sft --report results/curriculum-h200 ${SFT_FLAGS:-} 2>&1 | tail -30 ;;
     train) make -s train 2>&1 | tail -40 ;;
     *) echo "unknown step $step" ;;
   esac

@@ -1,12 +1,16 @@
-"""The paper's ablation as a table: contrastive RL against --plain RL, from two train_rl.py runs.
+"""The paper's ablation as a table: contrastive RL against --plain RL, from train_rl.py runs (one or
+more seeds per arm).
 
     python bench/rl_report.py out/rl-contrastive out/rl-plain --out results/train-h200.md
-    (or `make rl-ablation GPU=h200`, which makes both runs from the same out/sft first)
+    (or `make rl-ablation GPU=h200 SEEDS="1 2 3"`, which makes every run from the same out/sft first)
 
 Reads each run's log.jsonl (one line per step), bank.jsonl (every judged answer, with the judge's
-environment) and settings.json (the settings), and writes Markdown: the settings, per-run rates,
-reward per step drawn as a text chart, and the best speedup each run found per task. Runs cut
-short by --time-limit are compared over the steps both reached, and the table says so.
+environment), settings.json (the settings) and held_out.jsonl (the held-out split measured during
+the run, --held-out-tasks), and writes Markdown: the settings, per-run rates, reward per step drawn
+as a text chart (each arm's mean over its seeds), the held-out geomean of every run at its first and
+last measurement with a picture of it against the RL step (OUT.svg, one line per run), and the best
+speedup each run found per task. Runs cut short by --time-limit are compared over the steps all
+reached, and the table says so.
 """
 import argparse
 import json
@@ -24,11 +28,51 @@ parser.add_argument("--height", type=int, default=12, help="rows of the reward c
 args = parser.parse_args()
 
 
+def jsonl(path):
+    return [json.loads(line) for line in open(path) if line.endswith("\n")] if os.path.exists(path) else []
+
+
 def load(path):
-    log = [json.loads(line) for line in open(os.path.join(path, "log.jsonl")) if line.endswith("\n")]
     settings = json.load(open(os.path.join(path, "settings.json")))
-    bank = cudal1.Bank(os.path.join(path, "bank.jsonl"), write=False)
-    return dict(path=path, name="plain" if settings["plain"] else "contrastive", log=log, settings=settings, bank=bank)
+    arm = "plain" if settings["plain"] else "contrastive"
+    return dict(path=path, arm=arm, name=f"{arm} seed {settings['seed']}", log=jsonl(os.path.join(path, "log.jsonl")),
+                held=jsonl(os.path.join(path, "held_out.jsonl")), settings=settings,
+                bank=cudal1.Bank(os.path.join(path, "bank.jsonl"), write=False))
+
+
+def svg(series, title, ylabel, path, w=640, h=360):
+    """A line chart of {name: [(x, y)]} as an SVG file: contrastive runs blue, plain orange, each
+    seed its own dash; a dotted line at y = 1."""
+    pts = [p for s in series.values() for p in s]
+    x0, x1 = min(x for x, _ in pts), max(x for x, _ in pts) or 1
+    y0, y1 = min(min(y for _, y in pts), 1.0), max(max(y for _, y in pts), 1.0)
+    y0, y1 = (y0 - 0.05, y1 + 0.05) if y1 - y0 < 0.1 else (y0, y1)
+    L, R, T, B = 60, 180, 30, 40  # margins
+    X = lambda x: L + (x - x0) / ((x1 - x0) or 1) * (w - L - R)
+    Y = lambda y: h - B - (y - y0) / (y1 - y0) * (h - T - B)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">',
+           f'<rect width="{w}" height="{h}" fill="white"/>', f'<text x="{L}" y="18" font-size="14">{title}</text>',
+           f'<line x1="{L}" y1="{h - B}" x2="{w - R}" y2="{h - B}" stroke="black"/>',
+           f'<line x1="{L}" y1="{T}" x2="{L}" y2="{h - B}" stroke="black"/>',
+           f'<line x1="{L}" y1="{Y(1):.1f}" x2="{w - R}" y2="{Y(1):.1f}" stroke="gray" stroke-dasharray="2,3"/>',
+           f'<text x="{(L + w - R) / 2:.0f}" y="{h - 8}" text-anchor="middle">RL step</text>',
+           f'<text x="14" y="{(T + h - B) / 2:.0f}" transform="rotate(-90 14 {(T + h - B) / 2:.0f})" '
+           f'text-anchor="middle">{ylabel}</text>']
+    for v in (y0, (y0 + y1) / 2, y1):
+        out.append(f'<text x="{L - 6}" y="{Y(v) + 4:.1f}" text-anchor="end">{v:.2f}x</text>')
+    for v in sorted({x0, x1, (x0 + x1) // 2}):
+        out.append(f'<text x="{X(v):.1f}" y="{h - B + 16}" text-anchor="middle">{v}</text>')
+    dashes = ["", "6,3", "2,2", "8,3,2,3"]
+    for i, (name, s) in enumerate(series.items()):
+        color = "#1f5fbf" if name.startswith("contrastive") else "#e07b00"
+        d = " ".join(f"{X(x):.1f},{Y(y):.1f}" for x, y in s)
+        out.append(f'<polyline points="{d}" fill="none" stroke="{color}" stroke-width="2" '
+                   f'stroke-dasharray="{dashes[i % len(dashes)]}"/>')
+        out.append(f'<line x1="{w - R + 10}" y1="{T + 18 * i}" x2="{w - R + 34}" y2="{T + 18 * i}" stroke="{color}" '
+                   f'stroke-width="2" stroke-dasharray="{dashes[i % len(dashes)]}"/>')
+        out.append(f'<text x="{w - R + 40}" y="{T + 18 * i + 4}">{name}</text>')
+    with open(path, "w") as f:
+        f.write("\n".join(out + ["</svg>"]) + "\n")
 
 
 def chart(series, height):
@@ -46,7 +90,7 @@ def chart(series, height):
     lines.append("       +" + "-" * width)
     lines.append(f"        steps 1 to {width}, one column each")
     legend = ", ".join(f"{n[0].upper()} = {n}" for n in series)
-    return "\n".join(lines + [f"        mean reward per step ({legend}, * = both)"])
+    return "\n".join(lines + [f"        mean reward per step, each arm's mean over its seeds ({legend}, * = both)"])
 
 
 runs = [load(p) for p in args.runs]
@@ -57,8 +101,8 @@ env = next((rec["env"] for rec in records if rec.get("env")), {})  # the judge's
 tolerance = next((rec["tolerance"] for rec in records if rec.get("tolerance")), "?")
 s0 = runs[0]["settings"]
 md = [f"# Contrastive vs plain RL ({env.get('gpu', '?')})", "",
-      "Two train_rl.py runs from the same stage-2 checkpoint, the same tasks and the same budget; the only "
-      "difference is the prompt (earlier solutions with their measured speedups, or none).", "",
+      f"{len(runs)} train_rl.py runs from the same stage-2 checkpoint, the same tasks and the same budget; the only "
+      "difference between the arms is the prompt (earlier solutions with their measured speedups, or none).", "",
       f"- command: `python bench/rl_report.py {' '.join(args.runs)}`; runs: "
       + "; ".join(f"`{r['path']}` ({r['name']}, {len(r['log'])} steps, "
                   f"{r['log'][-1]['elapsed_s'] / 60 if r['log'] else 0:.1f} min)" for r in runs),
@@ -84,8 +128,30 @@ for r in runs:
               f"{statistics.mean(l['reward_mean'] for l in log[half:] or log):+.2f} | "
               f"{statistics.mean(l['exemplars'] for l in log):.1f} |")
 md += ["", "Reward: clip(log2 speedup, -1, 3) for a correct answer, -2 for any failure (cudal1.reward).", "",
-       "```text", chart({r["name"]: [l["reward_mean"] for l in r["log"][:steps]] for r in runs}, args.height), "```", "",
-       "Copies of a seed: correct answers whose code is a seeded kernels/ solution's, measured again. "
+       "```text", chart({arm: [statistics.mean(r["log"][i]["reward_mean"] for r in runs if r["arm"] == arm)
+                               for i in range(steps)] for arm in dict.fromkeys(r["arm"] for r in runs)}, args.height),
+       "```", ""]
+held = [r for r in runs if r["held"]]
+if held:  # the split no training input touches, measured before the first update and during the run
+    groups = list(held[0]["held"][0]["stats"])
+    md += ["## Held-out split (greedy answers to plain prompts, judged in the screen; cudal1.held_out)", "",
+           "| run | " + " | ".join(f"{g}: geomean first -> last | correct first -> last" for g in groups) + " | steps |",
+           "|---|" + "---|---|" * len(groups) + "---|"]
+    for r in held:
+        a, b = r["held"][0], r["held"][-1]
+        md.append(f"| {r['name']} | " + " | ".join(
+            f"{a['stats'][g]['geomean']:.2f}x -> {b['stats'][g]['geomean']:.2f}x ({b['stats'][g]['geomean'] / a['stats'][g]['geomean'] - 1:+.0%}) | "
+            f"{a['stats'][g]['correct']:.0%} -> {b['stats'][g]['correct']:.0%}" for g in groups) + f" | {a['step']} -> {b['step']} |")
+    for arm in dict.fromkeys(r["arm"] for r in held):
+        mine = [r["held"][-1]["stats"][groups[0]]["geomean"] for r in held if r["arm"] == arm]
+        md.append(f"\n{arm}: mean over {len(mine)} seed(s) of the last {groups[0]} geomean {statistics.mean(mine):.2f}x")
+    if args.out:
+        picture = os.path.splitext(args.out)[0] + ".svg"
+        os.makedirs(os.path.dirname(os.path.abspath(picture)), exist_ok=True)
+        svg({r["name"]: [(h["step"], h["stats"][groups[0]]["geomean"]) for h in r["held"]] for r in held},
+            f"Held-out {groups[0]} tasks: geomean speedup against RL step", "geomean vs eager", picture)
+        md += ["", f"![held-out geomean against RL step]({os.path.basename(picture)})", ""]
+md += ["Copies of a seed: correct answers whose code is a seeded kernels/ solution's, measured again. "
        "Best speedup each run found per task counts its own code only (correct, unlike the reference "
        "and every seed; judged by evaluate.judge_many; a run's best is its fastest measurement, so treat "
        "it as optimistic until `make eval` repeats it); the seeds' best is the library's measurement:", "",

@@ -213,7 +213,7 @@ def rl_runner(tmp_path, fake_judge=False):
                "--tasks", os.path.join(ROOT, "kernelbench"), "--rl-tasks", TASK, "--tasks-per-step", "1",
                "--num-samples", "2", "--steps", str(steps), "--lr", "1e-3", "--trials", "2", "--iters", "5",
                "--save-every", "1", "--seed-bank", "", "--min-answer-tokens", "512",  # this block is 2048
-               *flags]  # an empty bank unless a test seeds it
+               "--held-out-tasks", "0", *flags]  # an empty bank unless a test seeds it; the split: test_split.py
         if not wait:
             return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
@@ -283,7 +283,7 @@ def test_fresh_bank_is_seeded_with_judged_solutions_of_this_device(tmp_path):
     seeds.write_text(json.dumps({**record, "env": {"device": "cpu"}}) + "\n"
                      + json.dumps({**record, "solution": "kernels/level1/19_ReLU.py", "env": {"device": "cuda"}}) + "\n")
     p = run(1, "--seed-bank", str(seeds))
-    assert "bank seeded with 1 judged kernels/ solution(s)" in p.stdout, p.stdout  # the GPU record is not shown on a CPU run
+    assert "bank seeded with 1 judged solution(s)" in p.stdout, p.stdout  # the GPU record is not shown on a CPU run
     assert "Earlier solutions" in eval(open(prompts).readline()) and "9.00x" in open(prompts).read()
     ref, seed, *found = cudal1.Bank(str(out / "bank.jsonl")).entries[TASK]
     # the seed as stage 1 shows an exemplar: its code, without the docstring
