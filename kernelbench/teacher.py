@@ -1096,7 +1096,7 @@ if __name__ == "__main__":
     counts, n_tasks = {m: 0 for m in gen.MOVES}, 0
     for seed in range(start, stop):
         name, source, meta = gen.generate(seed, args.size)
-        if meta["held_out"] != (args.split == "held_out"):
+        if meta["held_out"] != (args.split == "held_out") or meta["degenerate"]:
             continue
         sols = solutions(source, meta)
         if not sols:

@@ -228,3 +228,15 @@ def check_fold_reduction(spec, sites, model, x, tmp_path):
     if not red["keepdim"]:
         got = got.squeeze(1)
     close(got, run(want, [head_out(spec, model, x)]))
+
+
+def test_a_norm_of_a_constant_is_degenerate_and_never_drawn_into_a_task_list(tmp_path):
+    # seed 305: a norm after an op that pins every value; its variance is rounding noise, divided
+    # by sqrt(eps), so two runs of the reference on different inputs differ beyond any tolerance
+    name, source, meta = gen.generate(305, "cpu")
+    assert meta["degenerate"] and not gen.generate(0, "cpu")[2]["degenerate"]
+    spec = gen.draw(305, "cpu")
+    states = gen.trace(spec)
+    assert any(op["kind"] in gen.NORMS and states[i]["const"] for i, op in enumerate(spec["ops"]))
+    kept = gen.tasks(300, 10, "cpu", split="all")
+    assert 305 not in [m["seed"] for _, _, m in kept] and len(kept) == 10
