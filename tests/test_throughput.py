@@ -13,6 +13,7 @@ import sys
 import pytest
 
 import cudal1
+import evaluate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 spec = importlib.util.spec_from_file_location("judge_throughput", os.path.join(ROOT, "bench", "judge_throughput.py"))
@@ -60,7 +61,7 @@ def test_each_arm_takes_its_route(sets):
             assert f"#define CANDIDATE_{arm.upper()}_" in cuda_string(s)
             if arm == "a":
                 assert "cudal1.load_kernel(CUDA_SRC" in s and "PYBIND11_MODULE" in s and "load_cuda" not in s
-            elif arm == "b":
+            elif arm in "bde":  # d and e: b's files, judged with other settings
                 assert "cudal1.load_cuda(CUDA_SRC)" in s and "PYBIND11_MODULE" not in s
             else:
                 assert "load_inline(" in s and "cudal1" not in s.split('"""', 2)[2]  # the docstring may name it
@@ -125,3 +126,11 @@ def test_marked_sources_compile(sets):
             for path in (cu, cubin):
                 if os.path.exists(path):
                     os.remove(path)
+
+
+def test_arms_differ_by_one_lever():
+    # b and c: the screen as first measured (waves); d adds builds beside measuring, e a shorter timing
+    b = jt.ARMS["b"][1]
+    assert b["screen"] and b["overlap"] is False and jt.ARMS["c"][1] == b
+    assert jt.ARMS["d"][1] == {**b, "overlap": True} and jt.ARMS["e"][1] == {**b, "overlap": True, "time_budget": 0.1}
+    assert evaluate.SCREEN == {**b, "overlap": True}  # RL's screen kept the lever that paid
