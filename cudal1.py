@@ -253,6 +253,26 @@ def device_name(device):
     device = torch.device(device)
     return torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
 
+
+def fill_defaults(args, defaults):
+    """Every setting of `args` left at -1 or None takes the device's default from `defaults`."""
+    for k, v in defaults.items():
+        if getattr(args, k) in (-1, None):
+            setattr(args, k, v)
+
+
+def adamw(model, lr, weight_decay, device):
+    """AdamW with weight decay on matrices only (embeddings included), never on norm gains or biases."""
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+                             lr=lr, betas=(0.9, 0.95), fused=torch.device(device).type == "cuda")
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
 # -----------------------------------------------------------------------------
 # tokenizer
 #
@@ -871,6 +891,18 @@ ANSWER_FORMAT = (f"Answer in three sections: {HEADERS[0]} (what limits the speed
                  "constructor arguments and forward semantics).")
 
 
+def fit_prompt(tok, task_source, device_name, shown, room, block_size):
+    """(prompt ids, exemplars kept): the contrastive prompt showing `shown` ((code, speedup) pairs,
+    slowest first), the slowest dropped while fewer than `room` tokens of the block would be left
+    after it; with none left (or none given), the plain prompt."""
+    while shown:
+        ids = tok.encode_prompt(contrastive_prompt(task_source, device_name, shown))
+        if len(ids) + room <= block_size:
+            return ids, shown
+        shown = shown[1:]
+    return tok.encode_prompt(plain_prompt(task_source, device_name)), []
+
+
 def plain_prompt(task_source, device_name):
     return (f"# Task\nTarget device: {device_name}\n"
             "Rewrite this PyTorch program (KernelBench format) as a faster ModelNew.\n"
@@ -896,6 +928,19 @@ def solution_kind(source):
     if "load_kernel(" in source or "load_inline(" in source:
         return "cpp"
     return "pytorch"
+
+
+def runs_on(source, device):
+    """Whether a solution runs on `device` ('cuda' or 'cpu'): CUDA needs a GPU and C++ takes CPU
+    pointers; PyTorch-level solutions run anywhere."""
+    kind = solution_kind(source)
+    return kind == "pytorch" or (kind == "cuda") == (torch.device(device).type == "cuda")
+
+
+def task_of(solution, tasks_dir):
+    """The task a library solution solves: kernels/level1/19_ReLU.v2.py -> TASKS_DIR/level1/19_ReLU.py."""
+    level, stem = os.path.basename(os.path.dirname(solution)), os.path.basename(solution)[:-3]
+    return os.path.join(tasks_dir, level, re.sub(r"\.v\d+$", "", stem) + ".py")
 
 
 def solution_code(solution_source):

@@ -137,9 +137,7 @@ rank, world, device, dtype = cudal1.init_run(args.device or None, args.dtype or 
 ddp, master = "RANK" in os.environ, rank == 0  # ddp: launched by torchrun
 if args.rl_tasks is None and os.path.isdir(os.path.join(args.init, "generated", "solutions")):
     args.rl_tasks = "generated"  # a curriculum checkpoint: RL on the generated tasks it trained on, not on kernels/
-for k, v in DEFAULTS[device.type].items():
-    if getattr(args, k) in (-1, None):
-        setattr(args, k, v)
+cudal1.fill_defaults(args, DEFAULTS[device.type])
 target = cudal1.device_name(device)  # the device named in every prompt
 say = tqdm.write if master else (lambda *a, **k: None)
 os.makedirs(args.out, exist_ok=True)
@@ -148,15 +146,7 @@ if G < 2:
     raise SystemExit("--num-samples must be at least 2: advantages compare answers within a task's group")
 
 
-def read(path):
-    with open(path) as f:
-        return f.read()
-
-
-def runs_here(source):
-    """CUDA needs a GPU and C++ takes CPU pointers; PyTorch-level solutions run anywhere."""
-    kind = cudal1.solution_kind(source)
-    return kind == "pytorch" or (kind == "cuda") == (device.type == "cuda")
+read = cudal1.read
 
 
 # ---- model: resume from --out, else start from --init (stage 2's checkpoint)
@@ -173,11 +163,7 @@ ref_model = None
 if args.kl_coef > 0:  # the frozen stage-2 policy the KL term pulls toward
     ref_model = cudal1.load_checkpoint(args.init, device)[0].eval().requires_grad_(False)
 
-decay = [p for p in model.parameters() if p.dim() >= 2]
-no_decay = [p for p in model.parameters() if p.dim() < 2]
-optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
-                               {"params": no_decay, "weight_decay": 0.0}], lr=args.lr, betas=(0.9, 0.95),
-                              fused=device.type == "cuda")
+optimizer = cudal1.adamw(model, args.lr, args.weight_decay, device)
 if resumed and "optimizer" in meta:  # a fresh run starts a fresh optimizer: SFT's moments fit another loss
     optimizer.load_state_dict(meta["optimizer"])
     for g in optimizer.param_groups:
@@ -188,11 +174,10 @@ if resumed and "optimizer" in meta:  # a fresh run starts a fresh optimizer: SFT
 if args.rl_tasks == "all":
     tasks, held = set(), set()
     for path in glob.glob(os.path.join(args.kernels, "level*", "*.py")):
-        level, stem = os.path.basename(os.path.dirname(path)), os.path.basename(path)[:-3]
-        task = os.path.join(args.tasks, level, re.sub(r"\.v\d+$", "", stem) + ".py")  # 19_ReLU.v2 -> 19_ReLU
+        task = cudal1.task_of(path, args.tasks)
         if os.path.exists(task) and cudal1.held_out(task):
             held.add(task)
-        elif os.path.exists(task) and runs_here(read(path)):
+        elif os.path.exists(task) and cudal1.runs_on(read(path), device):
             tasks.add(task)
     tasks = sorted(tasks)
     if held:
@@ -337,16 +322,11 @@ def step_tasks(step):
 def make_prompt(task, rng):
     """(prompt ids, exemplars shown): plain, or the task with up to --exemplars earlier correct
     solutions drawn from the bank; the slowest is dropped first while the prompt is too long."""
-    source = read(task)
     shown = [] if args.plain else cudal1.bucket_sample(bank.correct(key[task]), args.exemplars, args.buckets,
                                                         args.bucket_temperature, rng)
-    while True:
-        text = (cudal1.contrastive_prompt(source, target, [(e["source"], e["record"]["speedup"]) for e in shown])
-                if shown else cudal1.plain_prompt(source, target))  # an empty bank shows nothing: plain
-        ids = tok.encode_prompt(text)
-        if not shown or len(ids) + args.min_answer_tokens <= cfg.block_size:
-            return ids, len(shown)
-        shown = shown[1:]
+    ids, kept = cudal1.fit_prompt(tok, read(task), target, [(e["source"], e["record"]["speedup"]) for e in shown],
+                                  args.min_answer_tokens, cfg.block_size)  # an empty bank shows nothing: plain
+    return ids, len(kept)
 
 
 def judge(groups):

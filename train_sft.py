@@ -46,7 +46,6 @@ import json
 import math
 import os
 import random
-import re
 import statistics
 import sys
 import time
@@ -166,9 +165,7 @@ DEFAULTS = {
 rank, world, device, dtype = cudal1.init_run(args.device or None, args.dtype or None)
 ddp, master = "RANK" in os.environ, rank == 0  # ddp: launched by torchrun
 given = {k for k, v in vars(args).items() if v != parser.get_default(k)}  # set on the command line
-for k, v in DEFAULTS[device.type].items():
-    if getattr(args, k) in (-1, None):
-        setattr(args, k, v)
+cudal1.fill_defaults(args, DEFAULTS[device.type])
 if args.round_lr < 0:
     args.round_lr = 0.2 * args.lr
 torch.manual_seed(args.seed)
@@ -179,15 +176,11 @@ bars = master and sys.stderr.isatty()  # progress bars for a person watching; lo
 os.makedirs(args.out, exist_ok=True)
 
 
-def read(path):
-    with open(path) as f:
-        return f.read()
+read = cudal1.read
 
 
 def runs_here(source):
-    """CUDA needs a GPU and C++ takes CPU pointers; PyTorch-level solutions run anywhere."""
-    kind = cudal1.solution_kind(source)
-    return kind == "pytorch" or (kind == "cuda") == (device.type == "cuda")
+    return cudal1.runs_on(source, device)
 
 
 def example(task, task_source, path, source):
@@ -215,8 +208,7 @@ def load_examples(kernels_dir, tasks_dir):
     task or tokenizer text comes from them: everything below is built from these examples."""
     examples, held = [], []
     for path in sorted(glob.glob(os.path.join(kernels_dir, "level*", "*.py"))):
-        level, stem = os.path.basename(os.path.dirname(path)), os.path.basename(path)[:-3]
-        task = os.path.join(tasks_dir, level, re.sub(r"\.v\d+$", "", stem) + ".py")  # 19_ReLU.v2 -> 19_ReLU
+        task = cudal1.task_of(path, tasks_dir)
         if cudal1.held_out(task):
             held.append(path)
             continue
@@ -361,23 +353,12 @@ def encode(pairs):
     return out
 
 
-def contrastive_ids(task, where, shown, room):
-    """Prompt ids of `task` showing `shown` ((code, speedup) pairs, slowest first), dropping the
-    slowest while fewer than `room` tokens of the block are left after it; None when none fits."""
-    while shown:
-        ids = tok.encode_prompt(cudal1.contrastive_prompt(read(task), where, shown))
-        if len(ids) + room <= cfg.block_size:
-            return ids
-        shown = shown[1:]
-    return None
-
-
 data = encode([(e["prompt"], e["answer"]) for e in examples])
 n_plain = len(data)
 for e, shown in cpairs:
     answer = tok.encode_answer(e["answer"])
-    prompt = contrastive_ids(e["task"], e["where"], shown, len(answer))
-    if prompt is not None:
+    prompt, left = cudal1.fit_prompt(tok, read(e["task"]), e["where"], shown, len(answer), cfg.block_size)
+    if left:  # a pair whose exemplars all had to go teaches nothing contrastive
         data.append((prompt + answer, len(prompt)))
 n_bytes = sum(len(e["answer"].encode()) for e in examples)
 n_tok = sum(len(tok.encode(e["answer"])) for e in examples)
@@ -386,12 +367,8 @@ say(f"{len(examples)} solutions ({n_plain} fit) + {len(cpairs)} contrastive pair
     f"({n_bytes / len(examples):.0f} bytes, {n_bytes / n_tok:.2f} bytes/token, vocab {tok.vocab_size}); "
     f"model {raw_model.num_params() / 1e6:.2f}M params on {device} ({dtype}), {world} rank(s)")
 
-# ---- optimizer: weight decay on matrices only (embeddings included), never on norm gains
-decay = [p for p in raw_model.parameters() if p.dim() >= 2]
-no_decay = [p for p in raw_model.parameters() if p.dim() < 2]
-optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
-                               {"params": no_decay, "weight_decay": 0.0}], lr=args.lr, betas=(0.9, 0.95),
-                              fused=device.type == "cuda")
+# ---- optimizer
+optimizer = cudal1.adamw(raw_model, args.lr, args.weight_decay, device)
 if "optimizer" in meta:
     optimizer.load_state_dict(meta["optimizer"])
 
@@ -519,8 +496,8 @@ def sample_answers(tasks, round, plain_only=()):
         bank = [dict(source=read(task), record=dict(correct=True, speedup=1.0))]  # the reference, as stage 3's bank
         bank += [dict(source=e["code"], record=dict(correct=True, speedup=s)) for s, e in measured.get(task, [])]
         shown = [(b["source"], b["record"]["speedup"]) for b in cudal1.bucket_sample(bank, 2, rng=rng)]
-        ids = contrastive_ids(task, target, shown, args.min_answer_tokens)
-        if ids is not None:
+        ids, left = cudal1.fit_prompt(tok, read(task), target, shown, args.min_answer_tokens, cfg.block_size)
+        if left:
             jobs.append((task, "contrastive", ids))
     return sample(jobs, args.num_samples, args.temperature, g)
 

@@ -252,7 +252,7 @@ def judge_arm(arm, cands, out, command, samples):
     opts = {**evaluate.DEFAULTS, **settings}
     return dict(arm=arm, route=route, judge=f"{'screen' if opts['screen'] else 'default'}: {opts['trials']} trials, "
                 f"{opts['time_budget']:g} s timing{', overlapped' if opts['overlap'] else ''}", candidates=len(cands),
-                aa=[min(aa), max(aa)] if aa else None, wall_s=round(t1 - t0, 1),
+                wall_s=round(t1 - t0, 1),
                 per_gpu_min=len(cands) / ((t1 - t0) / 60), to_record_s=statistics.median(s["to_record_s"] for s in slim),
                 record_wall_s=statistics.median(s["wall_s"] for s in slim if s["wall_s"] is not None),
                 gpu_busy=statistics.mean(busy) / 100 if busy else None, gpu_samples=len(busy),

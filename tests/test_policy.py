@@ -279,3 +279,17 @@ def test_parse_answer_rejects_malformed():
     for name, (text, why) in cases.items():
         source, reason = cudal1.parse_answer(text)
         assert source is None and why in reason, (name, reason)
+
+
+def test_fit_prompt_drops_the_slowest_exemplar_first_then_falls_back_to_plain():
+    tok = cudal1.Tokenizer()  # bytes only: one token per byte
+    task = "class Model:\n    pass\n"
+    shown = [("slow = 1\n" * 40, 1.0), ("fast = 2\n", 3.0)]
+    both = len(tok.encode_prompt(cudal1.contrastive_prompt(task, "CPU", shown)))
+    fast = len(tok.encode_prompt(cudal1.contrastive_prompt(task, "CPU", shown[1:])))
+    plain = tok.encode_prompt(cudal1.plain_prompt(task, "CPU"))
+    assert cudal1.fit_prompt(tok, task, "CPU", shown, 10, both + 10)[1] == shown
+    ids, kept = cudal1.fit_prompt(tok, task, "CPU", shown, 10, both + 9)  # one token short: the slow one goes
+    assert kept == shown[1:] and len(ids) == fast
+    assert cudal1.fit_prompt(tok, task, "CPU", shown, 10, fast + 9) == (plain, [])
+    assert cudal1.fit_prompt(tok, task, "CPU", [], 10, 1) == (plain, [])
