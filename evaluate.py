@@ -37,6 +37,7 @@ and write the whole process: the judge stops Python-level tricks, not a determin
 import argparse
 import collections
 import ctypes
+import functools
 import glob
 import hashlib
 import json
@@ -791,28 +792,23 @@ DEFAULTS = dict(device=None, jobs=None, trials=6, warmup=3, iters=1000, min_iter
 # (overlap): on the H200 that judged 14% more candidates per minute, with the A/A spread of its
 # timings about as wide as in waves; 0.1 s of timing gained 19% more but widened it (0.86x low).
 SCREEN = dict(screen=True, trials=2, warmup=1, min_iters=10, time_budget=0.3, overlap=True)
-_ctx = None
 
 
+@functools.cache
 def _context():
-    global _ctx
-    if _ctx is None:
-        # Forked children of a torch-importing server ran CPU ops ~50x slow with OpenMP's spinning
-        # waits (measured: 7 ms vs 0.15 ms for a small Linear on 2 cores); passive waits fix it.
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-        # Trap: forkserver re-imports the caller's main script in the server unless __main__ names
-        # itself "__main__"; a flat training script (train_sft.py) would otherwise run again there.
-        main = sys.modules["__main__"]
-        if getattr(main, "__spec__", None) is None:
-            import importlib.machinery
-            main.__spec__ = importlib.machinery.ModuleSpec("__main__", None)
-        _ctx = multiprocessing.get_context("forkserver")
-        _ctx.set_forkserver_preload(["torch", "torch._dynamo"])  # every worker imports dynamo (Snapshot): once here
-    return _ctx
-
-
-def default_device():
-    return "cuda" if gpu_info()[0] else "cpu"
+    """The context every worker is made in: forked from one server that has imported torch."""
+    # Forked children of a torch-importing server ran CPU ops ~50x slow with OpenMP's spinning
+    # waits (measured: 7 ms vs 0.15 ms for a small Linear on 2 cores); passive waits fix it.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # Trap: forkserver re-imports the caller's main script in the server unless __main__ names
+    # itself "__main__"; a flat training script (train_sft.py) would otherwise run again there.
+    main = sys.modules["__main__"]
+    if getattr(main, "__spec__", None) is None:
+        import importlib.machinery
+        main.__spec__ = importlib.machinery.ModuleSpec("__main__", None)
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["torch", "torch._dynamo"])  # every worker imports dynamo (Snapshot): once here
+    return ctx
 
 
 def commit():
@@ -849,179 +845,180 @@ def judge_many(pairs, out=None, progress=False, command=None, **kw):
     the reference alone). Records come back in pairs' order; with out=..., each is appended to
     out.jsonl as it finishes, and pairs already there are not judged again (a killed run resumes)."""
     opts = {**DEFAULTS, **{k: v for k, v in kw.items() if v is not None}}
-    opts["device"] = opts["device"] or default_device()
-    jobs = opts["jobs"] or max(1, min(16, len(os.sched_getaffinity(0))))  # the cores we may use
+    opts["device"] = opts["device"] or ("cuda" if gpu_info()[0] else "cpu")
+    opts["jobs"] = opts["jobs"] or max(1, min(16, len(os.sched_getaffinity(0))))  # the cores we may use
     files = [(t, solution_file(s)) for t, s in pairs]
     if opts["compile"]:
         # torch.compile runs in a reference-only worker per task, never beside a solution: its
         # compile pool starts threads of its own, which the solution's thread rule would have to
         # excuse (on the H200 every solution read 'cheat:threads' from inductor's worker timer).
         files += [(t, None) for t in dict.fromkeys(t for t, s in files if s is not None) if (t, None) not in files]
-    keys = [_key(t, s) for t, s in files]
-    results = [None] * len(files)
     done = {}
     if out and os.path.exists(out + ".jsonl"):  # not_run: a placeholder for a pair a cut-short run never reached
         done = {(r["task"], r["solution"]): r for r in read_records(out + ".jsonl") if r.get("status") != "not_run"}
-    todo = collections.deque()
-    for i, key in enumerate(keys):
-        if key in done:
-            results[i] = done[key]
-        else:
-            todo.append(i)
-    env = environment(opts["device"])
-    bar = None
-    if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=len(todo), desc="judging", unit="sol", dynamic_ncols=True)
-    ctx, running, queue, gpu = _context(), {}, collections.deque(), None
-    counts = collections.Counter()
-
-    def finish(i, rec):
-        nonlocal gpu
-        w = running.pop(i)
-        task, sol = files[i]
-        rec = {"task": keys[i][0], "solution": keys[i][1], **rec}
-        if "speedup" not in rec and rec.get("status") == "ok" and "sol_ms" in rec:
-            rec["speedup"] = rec["ref_ms"] / rec["sol_ms"]
-        rec["correct"] = rec.get("status") == "ok" and sol is not None
-        rec.setdefault("speedup", None)
-        rec.update(wall_s=round(time.time() - w["t0"], 2), command=command, tolerance=f"{opts['tolerance']} atol={opts['atol']:g} rtol={opts['rtol']:g}",
-                   env=env)
-        results[i] = rec
-        if out:
-            os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-            with open(out + ".jsonl", "a") as f:
-                f.write(json.dumps(rec) + "\n")
-        w["conn"].close()
-        _kill(w["proc"])  # the whole group: nvcc or compile workers left behind go too
-        w["proc"].join(5)
-        if gpu == i:
-            gpu = None
-        counts[rec["status"]] += 1
-        if bar:
-            bar.set_postfix_str(" ".join(f"{k}={v}" for k, v in counts.most_common(4)), refresh=False)
-            bar.update(1)
-
-    while todo or running:
-        # Waves: workers build (nvcc, torch.compile: CPU work) side by side, but no build runs while
-        # anything is measured -- on the H200 machine, builds beside a timed worker inflated its
-        # Python overhead and the sync floor (ReLU's eager time read 36 us, the floor 22 us).
-        # overlap=True (a screen whose new bests are judged again in full) keeps building and
-        # measuring side by side, so the GPU does not wait for a wave's slowest build.
-        measuring = (gpu is not None or queue) and not opts["overlap"]
-        while todo and len(running) < jobs and not measuring:
-            i = todo.popleft()
-            task, sol = files[i]
-            skip = sol is not None and _skip_reason(open(sol).read(), opts["device"])
-            if skip:
-                running[i] = {"proc": _Done(), "conn": _Done(), "t0": time.time()}
-                finish(i, {"status": "skipped", "message": skip})
-                continue
-            parent, child = ctx.Pipe()
-            job = {**opts, "compile": opts["compile"] and sol is None}
-            secret = os.urandom(16).hex()  # a record must carry it: the solution never sees it
-            p = ctx.Process(target=_worker_main, args=(child, task, sol, job, secret))  # not daemonic: may have children
-            p.start()
-            child.close()
-            running[i] = {"proc": p, "conn": parent, "secret": secret, "phase": "build", "t0": time.time(),
-                          "deadline": time.time() + opts["timeout"]}
-        building = not opts["overlap"] and any(w.get("phase") == "build" for w in running.values())
-        while gpu is None and queue and not building:
-            gpu = queue.popleft()
-            if gpu not in running:  # died while waiting for its turn
-                gpu = None
-                continue
-            w = running[gpu]
-            w["phase"], w["deadline"] = "run", time.time() + opts["timeout"]
-            w["conn"].send("go")
-        waits = [w["deadline"] for w in running.values() if w.get("phase") in ("build", "run")]
-        wait_s = max(0.0, min(waits) - time.time()) if waits else None
-        objs = {}
-        for i, w in running.items():
-            if not w.get("eof"):
-                objs[w["conn"]] = i
-            objs[w["proc"].sentinel] = i
-        if not objs:  # everything left was settled without a worker (skipped): nothing to wait for
-            continue
-        for obj in multiprocessing.connection.wait(list(objs), timeout=wait_s):
-            i = objs[obj]
-            if i not in running:
-                continue
-            w = running[i]
-            if obj is w["conn"]:
-                try:
-                    kind, payload = _receive(w)
-                except (EOFError, OSError):
-                    w["eof"] = True  # the sentinel reports the death
-                    continue
-                if kind == "ready":
-                    w["phase"] = "queued"
-                    queue.append(i)
-                else:
-                    finish(i, payload)
-            else:
-                w["proc"].join(1)
-                try:  # its record may still be in the pipe
-                    while not w.get("eof") and w["conn"].poll():
-                        kind, payload = _receive(w)
-                        if kind == "record":
-                            finish(i, payload)
-                            break
-                except (EOFError, OSError):
-                    pass
-                if i not in running:
-                    continue
-                code = w["proc"].exitcode
-                how = f"killed by signal {-code} ({signal.Signals(-code).name})" if code and code < 0 \
-                    else f"exited with code {code}"
-                finish(i, {"status": "runtime_error", "message": f"worker {how} during {w['phase']}"})
-        now = time.time()
-        for i, w in list(running.items()):
-            if w.get("phase") in ("build", "run") and now > w["deadline"]:
-                _kill(w["proc"])
-                finish(i, {"status": "timeout", "message": f"no result within {opts['timeout']} s ({w['phase']})"})
-    if bar:
-        bar.close()
+    results = [done.get(_key(t, s)) for t, s in files]
+    todo = collections.deque(i for i, r in enumerate(results) if r is None)
+    Scheduler(files, results, opts, out, command).run(todo, progress)
     return results[:len(pairs)]
 
 
-def _receive(w):
-    """(kind, payload) of a worker's next message. One without the worker's secret, or not JSON, was
-    written by the solution (it can find the pipe's descriptor): a forged record. Never unpickled."""
-    forged = ("record", {"status": "cheat:forged_record", "message": "wrote a message on the judge's pipe"})
-    try:
-        kind, payload, secret = json.loads(w["conn"].recv_bytes(1 << 24))
-    except (ValueError, TypeError):
-        return forged
-    return (kind, payload) if secret == w["secret"] else forged
+class Slot:
+    """One pair's worker as the scheduler sees it. phase: build -> queued (built, waiting for its turn
+    on the GPU) -> run; deadline: when a build or run times out."""
 
+    def __init__(self, ctx, i, task, sol, opts):
+        self.i = i  # the pair's index
+        self.secret = os.urandom(16).hex()  # a record must carry it: the solution never sees it
+        self.conn, child = ctx.Pipe()
+        job = {**opts, "compile": opts["compile"] and sol is None}
+        self.proc = ctx.Process(target=_worker_main, args=(child, task, sol, job, self.secret))  # not daemonic: may have children
+        self.proc.start()
+        child.close()
+        self.phase, self.eof, self.t0 = "build", False, time.time()
+        self.deadline = self.t0 + opts["timeout"]
 
-class _Done:
-    """Stand-in process/pipe for pairs settled without a worker."""
-
-    def close(self):
-        pass
-
-    def join(self, *a):
-        pass
-
-
-def _kill(proc):
-    """SIGKILL the worker's whole process group (it ignores SIGTERM if it likes; nvcc goes too)."""
-    if getattr(proc, "pid", None) is None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
+    def receive(self):
+        """(kind, payload) of the worker's next message. One without the worker's secret, or not JSON, was
+        written by the solution (it can find the pipe's descriptor): a forged record. Never unpickled."""
+        forged = ("record", {"status": "cheat:forged_record", "message": "wrote a message on the judge's pipe"})
         try:
-            proc.kill()
-        except (ProcessLookupError, AttributeError):
+            kind, payload, secret = json.loads(self.conn.recv_bytes(1 << 24))
+        except (ValueError, TypeError):
+            return forged
+        return (kind, payload) if secret == self.secret else forged
+
+    def last_word(self):
+        """The record of a worker whose process ended: the one still in its pipe, else how it died."""
+        self.proc.join(1)
+        try:
+            while not self.eof and self.conn.poll():
+                kind, payload = self.receive()
+                if kind == "record":
+                    return payload
+        except (EOFError, OSError):
             pass
+        code = self.proc.exitcode
+        how = f"killed by signal {-code} ({signal.Signals(-code).name})" if code and code < 0 else f"exited with code {code}"
+        return {"status": "runtime_error", "message": f"worker {how} during {self.phase}"}
+
+    def stop(self):
+        """SIGKILL the worker's whole process group (it may ignore SIGTERM; nvcc or compile workers go too)."""
+        self.conn.close()
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):  # no such group: not made yet, or gone
+            self.proc.kill()
+        self.proc.join(5)
 
 
-def judge(task, solution, **kw):
-    """One pair: judge_many([(task, solution)], **kw)[0]."""
-    return judge_many([(task, solution)], **kw)[0]
+class Scheduler:
+    """judge_many's loop: start workers, hand the GPU to the next built one, wait, receive, reap
+    timeouts. One worker at a time holds the GPU. Waves: workers build side by side (nvcc, torch.compile:
+    CPU work), but none while anything is measured (on the H200 that inflated the timed worker's Python
+    overhead and sync floor). overlap=True (a screen whose new bests are judged again in full) builds
+    beside measuring, so the GPU does not wait for a wave's slowest build."""
+
+    def __init__(self, files, results, opts, out, command):
+        self.files, self.results, self.opts, self.out, self.command = files, results, opts, out, command
+        self.env, self.ctx = environment(opts["device"]), _context()
+        self.slots = {}  # pair index -> Slot, for every worker alive
+        self.queue = collections.deque()  # built workers waiting for the GPU, in the order they got ready
+        self.counts, self.bar = collections.Counter(), None
+
+    def run(self, todo, progress):
+        if progress:
+            from tqdm import tqdm
+            self.bar = tqdm(total=len(todo), desc="judging", unit="sol", dynamic_ncols=True)
+        while todo or self.slots:
+            self.start_workers(todo)
+            self.hand_gpu()
+            self.receive(self.wait())
+            self.reap_timeouts()
+        if self.bar:
+            self.bar.close()
+
+    def start_workers(self, todo):
+        """Workers for the next pairs, up to jobs alive; in waves none while anything waits for or holds
+        the GPU. A pair this device cannot judge is finished at once, without a worker."""
+        if not self.opts["overlap"] and any(s.phase in ("queued", "run") for s in self.slots.values()):
+            return
+        while todo and len(self.slots) < self.opts["jobs"]:
+            i = todo.popleft()
+            task, sol = self.files[i]
+            skip = sol is not None and _skip_reason(open(sol).read(), self.opts["device"])
+            if skip:
+                self.record(i, {"status": "skipped", "message": skip}, time.time())
+            else:
+                self.slots[i] = Slot(self.ctx, i, task, sol, self.opts)
+
+    def hand_gpu(self):
+        """The GPU to the first worker in the queue, if no one holds it (and, in waves, none builds)."""
+        phases = {s.phase for s in self.slots.values()}
+        if self.queue and "run" not in phases and (self.opts["overlap"] or "build" not in phases):
+            slot = self.queue.popleft()
+            slot.phase, slot.deadline = "run", time.time() + self.opts["timeout"]
+            slot.conn.send("go")  # the worker judges once it reads this word
+
+    def wait(self):
+        """(slot, pipe or process sentinel) for each that is ready, waiting at most until the nearest deadline."""
+        if not self.slots:  # every pair left was skipped: nothing to wait for
+            return []
+        deadlines = [s.deadline for s in self.slots.values() if s.phase in ("build", "run")]
+        timeout = max(0.0, min(deadlines) - time.time()) if deadlines else None
+        objs = {o: s for s in self.slots.values() for o in ([] if s.eof else [s.conn]) + [s.proc.sentinel]}
+        return [(objs[o], o) for o in multiprocessing.connection.wait(list(objs), timeout=timeout)]
+
+    def receive(self, ready):
+        """'ready' puts a worker in the queue for the GPU; a record, or the end of its process, finishes its pair."""
+        for slot, obj in ready:
+            if slot.i not in self.slots:  # finished earlier in this batch
+                continue
+            if obj is slot.conn:
+                try:
+                    kind, payload = slot.receive()
+                except (EOFError, OSError):
+                    slot.eof = True  # the sentinel reports the death
+                    continue
+                if kind == "ready":
+                    slot.phase = "queued"
+                    self.queue.append(slot)
+                else:
+                    self.finish(slot, payload)
+            else:
+                self.finish(slot, slot.last_word())
+
+    def reap_timeouts(self):
+        now = time.time()
+        for slot in [s for s in self.slots.values() if s.phase in ("build", "run") and now > s.deadline]:
+            self.finish(slot, {"status": "timeout", "message": f"no result within {self.opts['timeout']} s ({slot.phase})"})
+
+    def finish(self, slot, payload):
+        """The pair's record first (a kill of the judge now loses nothing), then its worker ends."""
+        del self.slots[slot.i]
+        if slot.phase == "queued":  # died while waiting for its turn
+            self.queue.remove(slot)
+        self.record(slot.i, payload, slot.t0)
+        slot.stop()
+
+    def record(self, i, payload, t0):
+        """The worker's payload made a record (names, speedup, verdict, settings), appended to out.jsonl."""
+        task, sol = _key(*self.files[i])
+        rec = {"task": task, "solution": sol, **payload}
+        if rec["status"] == "ok" and "sol_ms" in rec:
+            rec["speedup"] = rec["ref_ms"] / rec["sol_ms"]
+        rec["correct"] = rec["status"] == "ok" and sol is not None
+        rec.setdefault("speedup", None)
+        tol = f"{self.opts['tolerance']} atol={self.opts['atol']:g} rtol={self.opts['rtol']:g}"
+        rec.update(wall_s=round(time.time() - t0, 2), command=self.command, tolerance=tol, env=self.env)
+        self.results[i] = rec
+        if self.out:
+            os.makedirs(os.path.dirname(os.path.abspath(self.out)), exist_ok=True)
+            with open(self.out + ".jsonl", "a") as f:
+                f.write(json.dumps(rec) + "\n")
+        self.counts[rec["status"]] += 1
+        if self.bar:
+            self.bar.set_postfix_str(" ".join(f"{k}={v}" for k, v in self.counts.most_common(4)), refresh=False)
+            self.bar.update(1)
 
 
 # -----------------------------------------------------------------------------

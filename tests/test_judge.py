@@ -413,7 +413,7 @@ def test_flags_constant_and_zero_reference(tmp_path):
     d = tmp_path / "level2"
     d.mkdir()
     (d / "80_Zero.py").write_text(COPY_TASK.replace("return x * 1.0", "return (x - x).amax(1, keepdim=True) * 0"))
-    r = evaluate.judge(str(d / "80_Zero.py"), None, **FAST)
+    [r] = evaluate.judge_many([(str(d / "80_Zero.py"), None)], **FAST)
     assert r["status"] == "ok" and r["solution"] is None
     assert "constant" in r["flags"] and "zeros_pass" in r["flags"]
 
