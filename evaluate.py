@@ -671,32 +671,46 @@ class Worker:
 
     def run(self):
         """Correctness trials, timed rounds, more trials; returns the record's measured fields."""
-        opts = self.opts
-        rec = {"flags": [], "screen": opts["screen"]}
-        if not opts["screen"]:
+        rec = {"flags": [], "screen": self.opts["screen"]}
+        if not self.opts["screen"]:
             rec.update(self.study_reference())
-        trials = opts["trials"]
+        trials = self.opts["trials"]
         if self.new is not None:
             for k in range(trials - trials // 2):  # half the trials before timing...
                 self.checked_trial(k)
+        times = self.timed_rounds()
+        if self.new is not None:
+            for k in range(trials - trials // 2, trials):  # ...and half after: no honest-then-lazy
+                self.checked_trial(2000 + k)
+            rec["max_abs_err"] = max(e[0] for e in self.errors)
+            rec["err_vs_tol"] = max(e[1] for e in self.errors)  # <= 1 passes
+        # Medians as the clock read them. The floor is reported, not subtracted: it costs as much as a whole
+        # ReLU call, and an A/A test read far from 1x with it subtracted (the README's judge section).
+        for w, ts in times.items():
+            med = statistics.median(ts)
+            q = statistics.quantiles(ts, n=4) if len(ts) > 1 else [med] * 3
+            rec[f"{w}_ms"], rec[f"{w}_iqr_ms"] = med * 1e3, (q[2] - q[0]) * 1e3
+        rec["rounds"] = len(times["ref"])
+        return rec
 
-        # Timed rounds: reference, solution, compiled reference and the floor (one trivial launch:
-        # the cost of a call that does nothing, in the same conditions) in an order the OS draws.
-        models = {"ref": self.ref, "sol": self.new, "compiled": self.compiled, "floor": self.trivial if self.cuda else None}
+    def timed_rounds(self):
+        """Seconds per call of each of the reference, the solution, the compiled reference and the floor
+        (one trivial launch: the cost of a call that does nothing, in the same conditions), called in an
+        order the OS draws each round, for iters rounds after warm-up or until the time budget."""
+        opts = self.opts
+        models = {"ref": self.ref, "sol": self.new, "compile": self.compiled, "floor": self.trivial if self.cuda else None}
         who = [w for w, m in models.items() if m is not None]
         times = {w: [] for w in who}
-        rng, t_start, r = random.SystemRandom(), time.time(), 0
-        while r < opts["warmup"] + opts["iters"]:
+        rng, t_start = random.SystemRandom(), time.time()
+        for r in range(opts["warmup"] + opts["iters"]):
             if r >= opts["warmup"] + opts["min_iters"] and time.time() - t_start > opts["time_budget"]:
                 break
             k = 1000 + r
             xs = self.inputs()
-            # The timed calls run back to back; the solution's output is checked only after all of
-            # them. Checking between them left the GPU idle for milliseconds before whichever call
-            # came next: an A/A test (the reference as its own solution) then read 1.2-1.6x on ReLU
-            # and 1.06x on a 4096^2 matmul, the call after the checks being the slow one.
-            # Every model's timed call does the same work around its clock, and its copies and output
-            # live until the round ends, as the solution's must (they are verified after the round).
+            # The timed calls run back to back, the solution's output checked after them all: checks
+            # between them idled the GPU for milliseconds before the next call, and an A/A test read up
+            # to 1.6x. Every model's call does the same work around its clock, and its copies and
+            # output live until the round ends, as the solution's must (verified after the round).
             calls = {}
             for w in rng.sample(who, len(who)):
                 calls[w], dt = self.timed_call(models[w], [] if w == "floor" else xs, k, keep=w == "sol")
@@ -704,25 +718,7 @@ class Worker:
                     times[w].append(dt)
             if "sol" in calls:  # the reference for checking exists only from here on
                 self.verify(calls["sol"], self.reference(xs, k))
-            r += 1
-
-        if self.new is not None:
-            for k in range(trials - trials // 2, trials):  # ...and half after: no honest-then-lazy
-                self.checked_trial(2000 + k)
-            rec["max_abs_err"] = max(e[0] for e in self.errors)
-            rec["err_vs_tol"] = max(e[1] for e in self.errors)  # <= 1 passes
-
-        # Medians as the clock read them. The floor (a trivial launch + sync in the same conditions)
-        # is reported, not subtracted: it is 35-50 us in the judge, as much as a whole ReLU call, and an
-        # A/A test read 0.29-3.4x on ReLU with it subtracted against 0.94-0.97x without.
-        for w, ts in times.items():
-            med = statistics.median(ts)
-            q = statistics.quantiles(ts, n=4) if len(ts) > 1 else [med, med, med]
-            name = {"ref": "ref", "sol": "sol", "compiled": "compile", "floor": "floor"}[w]
-            rec[f"{name}_ms"] = med * 1e3
-            rec[f"{name}_iqr_ms"] = (q[2] - q[0]) * 1e3
-        rec["rounds"] = len(times["ref"])
-        return rec
+        return times
 
 
 def _worker_main(conn, task_path, sol_path, opts, secret):
