@@ -9,9 +9,9 @@ The judge: is a solution correct, and how much faster than the reference is it, 
 
 One function, judge_many(), serves this CLI, stage 2 (train_sft.py) and the RL reward (train_rl.py).
 Every (task, solution) pair runs in its own worker process, forked from a server that has already
-imported torch (~0.4 s instead of ~4 s). Workers build and load in parallel (nvcc is CPU work),
-then take turns on the GPU: the parent hands out one "go" at a time, so no two solutions are ever
-timed together. A crash, hang, illegal address or OOM kills only its worker, and still yields a record.
+imported torch (~0.4 s instead of ~4 s). Workers build in parallel (nvcc is CPU work), then take
+turns on the GPU, one "go" at a time, with no build beside a timed worker unless overlap=True
+(Scheduler). A crash, hang, illegal address or OOM kills only its worker, and still yields a record.
 
 Correctness: `trials` fresh input sets (new contents, new addresses) made on the device from a
 seed the OS draws for each set, half before and half after timing; every timed call's output is
@@ -26,7 +26,7 @@ checked before each call; reference, solution and the "floor" (one trivial launc
 does nothing costs, reported beside, not subtracted) run in random order each round.
 speedup = reference median / solution median, both from one process.
 
-The solution runs in this process, so the worker holds nothing it could use (see Worker, Snapshot,
+The solution shares its worker's process, so the worker holds nothing it could use (see Worker, Snapshot,
 _install_guard): no predictable inputs, no reference output of its inputs, no judge reachable by
 name; reading frames or scanning objects ends it as cheat:introspection. Native code can still read
 and write the whole process: the judge stops Python-level tricks, not a determined native attacker. With
@@ -1149,43 +1149,7 @@ def write_report(out, records):
              "- flags: constant (same output for different inputs), stochastic (differs beyond tolerance on "
              "the same input), nondeterministic (bitwise different on the same input: runs before the tolerance "
              "test was added), zeros_pass (a tensor of zeros would pass), nan_ref", ""]
-    if summary:
-        lines += [f"**Correct {summary['correct']}/{summary['tasks']} tasks.** Best correct solution per task; "
-                  "a task without one counts as 1.0x.", "",
-                  "| tasks | correct | vs | mean | median | geomean | fast_1 | fast_1.5 |", "|---|---|---|---|---|---|---|---|"]
-        levels = sorted({r["task"].split("/")[0] for r in records})
-        for scope in (levels + ["all"] if len(levels) > 1 else levels):
-            sm = summary if scope == "all" else summarize([r for r in records if r["task"].startswith(scope + "/")])
-            for name, vs in (("speedup", "eager"), ("speedup_compile", "torch.compile")):
-                x = sm[name]
-                if name == "speedup" or any(r.get("speedup_compile") for r in records):
-                    lines.append(f"| {scope} | {sm['correct']}/{sm['tasks']} | {vs} | {x['mean']:.2f}x | {x['median']:.2f}x | "
-                                 f"{x['geomean']:.2f}x | {x['fast_1']:.0%} | {x['fast_1_5']:.0%} |")
-        lines += ["", "| task | solution | status | err/tol | ref ms | ref IQR | sol ms | sol IQR | floor ms | rounds | speedup | vs compile | flags |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-        for r in records:
-            lines.append(f"| {r['task']} | {os.path.basename(r['solution'] or '')} | {r['status']} | "
-                         f"{_f(r.get('err_vs_tol'), '{:.2f}')} | {_f(r.get('ref_ms'), '{:.4f}')} | {_f(r.get('ref_iqr_ms'), '{:.4f}')} | "
-                         f"{_f(r.get('sol_ms'), '{:.4f}')} | {_f(r.get('sol_iqr_ms'), '{:.4f}')} | "
-                         f"{_f(r.get('floor_ms'), '{:.4f}')} | {r.get('rounds', '')} | "
-                         f"{_f(r.get('speedup'), '{:.2f}x')} | "
-                         f"{_f(r.get('speedup_compile'), '{:.2f}x')} | {' '.join(r.get('flags', []))} |")
-    else:
-        ok = [r for r in records if r["status"] == "ok"]
-        for lvl in sorted({r["task"].split("/")[0] for r in ok}):
-            ms = [r["ref_ms"] for r in ok if r["task"].startswith(lvl + "/")]
-            q = statistics.quantiles(ms, n=4) if len(ms) > 1 else ms * 3
-            both = [r for r in ok if r["task"].startswith(lvl + "/") and r.get("compile_ms")]
-            lines.append(f"- {lvl}: {len(ms)} tasks, eager median {q[1]:.4f} ms (quartiles {q[0]:.4f}, {q[2]:.4f}); "
-                         f"torch.compile faster than eager on {sum(r['compile_ms'] < r['ref_ms'] for r in both)}/{len(both)}")
-        lines += ["", "| task | status | eager ms | eager IQR ms | compile ms | compile IQR ms | eager/compile | flags |",
-                  "|---|---|---|---|---|---|---|---|"]
-        for r in records:
-            ratio = r["ref_ms"] / r["compile_ms"] if r.get("compile_ms") else None
-            lines.append(f"| {r['task']} | {r['status']} | {_f(r.get('ref_ms'), '{:.4f}')} | "
-                         f"{_f(r.get('ref_iqr_ms'), '{:.4f}')} | {_f(r.get('compile_ms'), '{:.4f}')} | "
-                         f"{_f(r.get('compile_iqr_ms'), '{:.4f}')} | {_f(ratio, '{:.2f}x')} | "
-                         f"{' '.join(r.get('flags', []))} {r.get('message', '')[:80]} |")
+    lines += _solution_tables(records, summary) if summary else _reference_tables(records)
     lines += _no_win_section(records, env.get("gpu") or "")
     failed = [r for r in records if r["status"] not in ("ok", "skipped")]
     if failed:
@@ -1197,36 +1161,94 @@ def write_report(out, records):
         json.dump({"commands": commands, "env": env, "summary": summary, "records": records}, f, indent=1)
 
 
+def _solution_tables(records, summary):
+    """The summary per level and overall (vs eager, and vs torch.compile when timed), then every record."""
+    lines = [f"**Correct {summary['correct']}/{summary['tasks']} tasks.** Best correct solution per task; "
+             "a task without one counts as 1.0x.", "",
+             "| tasks | correct | vs | mean | median | geomean | fast_1 | fast_1.5 |", "|---|---|---|---|---|---|---|---|"]
+    levels = sorted({r["task"].split("/")[0] for r in records})
+    for scope in (levels + ["all"] if len(levels) > 1 else levels):
+        sm = summary if scope == "all" else summarize([r for r in records if r["task"].startswith(scope + "/")])
+        for name, vs in (("speedup", "eager"), ("speedup_compile", "torch.compile")):
+            x = sm[name]
+            if name == "speedup" or any(r.get("speedup_compile") for r in records):
+                lines.append(f"| {scope} | {sm['correct']}/{sm['tasks']} | {vs} | {x['mean']:.2f}x | {x['median']:.2f}x | "
+                             f"{x['geomean']:.2f}x | {x['fast_1']:.0%} | {x['fast_1_5']:.0%} |")
+    lines += ["", "| task | solution | status | err/tol | ref ms | ref IQR | sol ms | sol IQR | floor ms | rounds | speedup | vs compile | flags |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in records:
+        ms = " | ".join(_f(r.get(k), "{:.4f}") for k in ("ref_ms", "ref_iqr_ms", "sol_ms", "sol_iqr_ms", "floor_ms"))
+        lines.append(f"| {r['task']} | {os.path.basename(r['solution'] or '')} | {r['status']} | "
+                     f"{_f(r.get('err_vs_tol'), '{:.2f}')} | {ms} | {r.get('rounds', '')} | {_f(r.get('speedup'), '{:.2f}x')} | "
+                     f"{_f(r.get('speedup_compile'), '{:.2f}x')} | {' '.join(r.get('flags', []))} |")
+    return lines
+
+
+def _reference_tables(records):
+    """A run of references alone: eager's quartiles per level, then eager against torch.compile per task."""
+    lines, ok = [], [r for r in records if r["status"] == "ok"]
+    for lvl in sorted({r["task"].split("/")[0] for r in ok}):
+        ms = [r["ref_ms"] for r in ok if r["task"].startswith(lvl + "/")]
+        q = statistics.quantiles(ms, n=4) if len(ms) > 1 else ms * 3
+        both = [r for r in ok if r["task"].startswith(lvl + "/") and r.get("compile_ms")]
+        lines.append(f"- {lvl}: {len(ms)} tasks, eager median {q[1]:.4f} ms (quartiles {q[0]:.4f}, {q[2]:.4f}); "
+                     f"torch.compile faster than eager on {sum(r['compile_ms'] < r['ref_ms'] for r in both)}/{len(both)}")
+    lines += ["", "| task | status | eager ms | eager IQR ms | compile ms | compile IQR ms | eager/compile | flags |",
+              "|---|---|---|---|---|---|---|---|"]
+    for r in records:
+        ratio = r["ref_ms"] / r["compile_ms"] if r.get("compile_ms") else None
+        ms = " | ".join(_f(r.get(k), "{:.4f}") for k in ("ref_ms", "ref_iqr_ms", "compile_ms", "compile_iqr_ms"))
+        lines.append(f"| {r['task']} | {r['status']} | {ms} | {_f(ratio, '{:.2f}x')} | "
+                     f"{' '.join(r.get('flags', []))} {r.get('message', '')[:80]} |")
+    return lines
+
+
 # -----------------------------------------------------------------------------
 # CLI
+
+def selected_pairs(a):
+    """(pairs, device) the arguments name; JudgeError when they name nothing to judge here."""
+    name, _ = gpu_info()
+    check_gpu(a.gpu, name)
+    device = a.device or ("cuda" if name else "cpu")
+    if a.cudal1_jsonl:
+        pairs = cudal1_pairs(a.cudal1_jsonl, a.tasks)
+    else:
+        tasks = find_tasks(a.tasks, {int(x) for x in a.ids.split(",") if x.strip()} or None)
+        pairs = find_pairs(tasks, a.solutions) if a.solutions else [(t, None) for t in tasks]
+    if len(pairs) == 1 and pairs[0][1] and device == "cpu" and needs_gpu(open(pairs[0][1]).read()):
+        raise JudgeError(f"{pairs[0][1]} is a CUDA solution and this machine has no NVIDIA GPU")  # not a record
+    return pairs, device
+
 
 def main(argv=None):
     p = argparse.ArgumentParser(description="judge KernelBench solutions: correctness, speed, cheats")
     # ---- what to judge
     p.add_argument("--tasks", default="kernelbench", help="a task file, a level folder, or a root of level folders")
     p.add_argument("--ids", default="", help="comma-separated task ids to keep (empty: all)")
-    p.add_argument("--solutions", default="", help="solution files or folders, comma-separated (empty: time the references alone)")
+    p.add_argument("--solutions", default="", help="solution files or folders (every .py under them), comma-separated, "
+                   "paired with tasks by level folder and id (empty: time the references alone)")
     p.add_argument("--cudal1-jsonl", default="", help="CUDA-L1's released JSONL (level_id, task_id, ref_code, custom_code)")
-    p.add_argument("--out", default="", help="results path without extension: writes .jsonl, .md, .json")
+    p.add_argument("--out", default="", help="results path without extension: writes .jsonl, .md, .json (empty: build/eval)")
     # ---- where
-    p.add_argument("--gpu", default=None, help="h100|h200|h20|a100|l40|3090: checked against the GPU present")
-    p.add_argument("--device", default=None, help="cuda or cpu (default: cuda if an NVIDIA GPU is present)")
-    p.add_argument("--jobs", type=int, default=None, help="workers building at once (default: the cores we may use, at most 16)")
+    p.add_argument("--gpu", default=None, help=f"{'|'.join(GPUS)}: checked against the GPU present (empty: no check)")
+    p.add_argument("--device", default=None, help="cuda, cuda:N or cpu (empty: cuda if an NVIDIA GPU is present)")
+    p.add_argument("--jobs", type=int, default=None, help="worker processes at once (empty: the cores we may use, at most 16)")
     # ---- how
     p.add_argument("--compile", action="store_true", help="also time torch.compile (default mode) of the reference")
     p.add_argument("--tolerance", default="strict", choices=["strict", "kernelbench"],
-                   help="strict: 1e-4 with atol scaled by rms(ref); kernelbench: 1e-2 absolute (CUDA-L1's)")
+                   help="strict: 1e-4 with atol scaled by rms(ref); kernelbench: 1e-2, atol not scaled (CUDA-L1's)")
     p.add_argument("--atol", type=float, default=None, help="override the mode's atol")
     p.add_argument("--rtol", type=float, default=None, help="override the mode's rtol")
     p.add_argument("--screen", action="store_true", help="RL's cheap first pass: no study of the reference, "
-                   f"{SCREEN['trials']} trials, {SCREEN['time_budget']} s of timing (flags below still override)")
+                   f"{SCREEN['trials']} trials, {SCREEN['time_budget']} s of timing, builds beside measuring (flags below override)")
     p.add_argument("--trials", type=int, default=None, help=f"untimed correctness trials, half before and half after "
                    f"timing (default {DEFAULTS['trials']})")
-    p.add_argument("--iters", type=int, default=None, help=f"timed rounds at most (default {DEFAULTS['iters']})")
-    p.add_argument("--time-budget", type=float, default=None, help="seconds of timed rounds per pair, at least 10 "
-                   f"rounds (default {DEFAULTS['time_budget']})")
-    p.add_argument("--timeout", type=float, default=DEFAULTS["timeout"], help="seconds for each of build and run, per pair")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--iters", type=int, default=None, help=f"timed rounds at most, after warm-up (default {DEFAULTS['iters']})")
+    p.add_argument("--time-budget", type=float, default=None, help="seconds of timed rounds per pair, warm-up included; "
+                   f"at least {DEFAULTS['min_iters']} rounds after it (default {DEFAULTS['time_budget']})")
+    p.add_argument("--timeout", type=float, default=DEFAULTS["timeout"], help="seconds per pair for each of build and run (default %(default)g)")
+    p.add_argument("--seed", type=int, default=0, help="seeds the models' parameters (inputs come from the OS)")
     p.add_argument("--report-only", action="store_true", help="judge nothing: rewrite OUT.md/.json from all of OUT.jsonl")
     a = p.parse_args(argv)
     if a.report_only:
@@ -1237,18 +1259,7 @@ def main(argv=None):
         print(f"report -> {a.out}.md")
         return 0
     try:
-        ids = {int(x) for x in a.ids.split(",") if x.strip()} if a.ids else None
-        name, _ = gpu_info()
-        check_gpu(a.gpu, name)
-        device = a.device or ("cuda" if name else "cpu")
-        if a.cudal1_jsonl:
-            pairs = cudal1_pairs(a.cudal1_jsonl, a.tasks)
-        else:
-            tasks = find_tasks(a.tasks, ids)
-            pairs = find_pairs(tasks, a.solutions) if a.solutions else [(t, None) for t in tasks]
-        for _, s in pairs:  # a lone CUDA solution on a CPU machine is a user error, not a record
-            if len(pairs) == 1 and s and device == "cpu" and needs_gpu(open(s).read()):
-                raise JudgeError(f"{s} is a CUDA solution and this machine has no NVIDIA GPU")
+        pairs, device = selected_pairs(a)
     except JudgeError as e:
         print(f"evaluate.py: {e}", file=sys.stderr)
         return 2
@@ -1259,13 +1270,11 @@ def main(argv=None):
     given = {k: v for k, v in dict(trials=a.trials, iters=a.iters, time_budget=a.time_budget).items() if v is not None}
     records = judge_many(pairs, out=out, progress=True, device=device, jobs=a.jobs, compile=a.compile,
                          timeout=a.timeout, seed=a.seed, command=command, **{**(SCREEN if a.screen else {}), **given}, **tol)
-    errors = [r for r in records if r["status"] == "error"]
-    if errors and len(errors) == len(records):
-        print(f"evaluate.py: {errors[0]['message']}", file=sys.stderr)
+    if records and all(r["status"] == "error" for r in records):
+        print(f"evaluate.py: {records[0]['message']}", file=sys.stderr)
         return 2
-    allrec = read_records(out + ".jsonl")
     keys = {(r["task"], r["solution"]) for r in records} | {(r["task"], None) for r in records}
-    write_report(out, [r for r in allrec if (r["task"], r["solution"]) in keys])
+    write_report(out, [r for r in read_records(out + ".jsonl") if (r["task"], r["solution"]) in keys])
     s = summarize(records)
     print(f"{len(records)} records -> {out}.md" + (f"; correct {s['correct']}/{s['tasks']}, "
           f"geomean {s['speedup']['geomean']:.2f}x" if s else ""))
