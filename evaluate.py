@@ -9,9 +9,9 @@ The judge: is a solution correct, and how much faster than the reference is it, 
 
 One function, judge_many(), serves this CLI, stage 2 (train_sft.py) and the RL reward (train_rl.py).
 Every (task, solution) pair runs in its own worker process, forked from a server that has already
-imported torch (~0.4 s instead of ~4 s). Workers build and load in parallel (nvcc is CPU work),
-then take turns on the GPU: the parent hands out one "go" at a time, so no two solutions are ever
-timed together. A crash, hang, illegal address or OOM kills only its worker, and still yields a record.
+imported torch (~0.4 s instead of ~4 s). Workers build in parallel (nvcc is CPU work), then take
+turns on the GPU, one "go" at a time, with no build beside a timed worker unless overlap=True
+(Scheduler). A crash, hang, illegal address or OOM kills only its worker, and still yields a record.
 
 Correctness: `trials` fresh input sets (new contents, new addresses) made on the device from a
 seed the OS draws for each set, half before and half after timing; every timed call's output is
@@ -26,7 +26,7 @@ checked before each call; reference, solution and the "floor" (one trivial launc
 does nothing costs, reported beside, not subtracted) run in random order each round.
 speedup = reference median / solution median, both from one process.
 
-The solution runs in this process, so the worker holds nothing it could use (see Worker, Snapshot,
+The solution shares its worker's process, so the worker holds nothing it could use (see Worker, Snapshot,
 _install_guard): no predictable inputs, no reference output of its inputs, no judge reachable by
 name; reading frames or scanning objects ends it as cheat:introspection. Native code can still read
 and write the whole process: the judge stops Python-level tricks, not a determined native attacker. With
@@ -37,6 +37,7 @@ and write the whole process: the judge stops Python-level tricks, not a determin
 import argparse
 import collections
 import ctypes
+import functools
 import glob
 import hashlib
 import json
@@ -670,32 +671,46 @@ class Worker:
 
     def run(self):
         """Correctness trials, timed rounds, more trials; returns the record's measured fields."""
-        opts = self.opts
-        rec = {"flags": [], "screen": opts["screen"]}
-        if not opts["screen"]:
+        rec = {"flags": [], "screen": self.opts["screen"]}
+        if not self.opts["screen"]:
             rec.update(self.study_reference())
-        trials = opts["trials"]
+        trials = self.opts["trials"]
         if self.new is not None:
             for k in range(trials - trials // 2):  # half the trials before timing...
                 self.checked_trial(k)
+        times = self.timed_rounds()
+        if self.new is not None:
+            for k in range(trials - trials // 2, trials):  # ...and half after: no honest-then-lazy
+                self.checked_trial(2000 + k)
+            rec["max_abs_err"] = max(e[0] for e in self.errors)
+            rec["err_vs_tol"] = max(e[1] for e in self.errors)  # <= 1 passes
+        # Medians as the clock read them. The floor is reported, not subtracted: it costs as much as a whole
+        # ReLU call, and an A/A test read far from 1x with it subtracted (the README's judge section).
+        for w, ts in times.items():
+            med = statistics.median(ts)
+            q = statistics.quantiles(ts, n=4) if len(ts) > 1 else [med] * 3
+            rec[f"{w}_ms"], rec[f"{w}_iqr_ms"] = med * 1e3, (q[2] - q[0]) * 1e3
+        rec["rounds"] = len(times["ref"])
+        return rec
 
-        # Timed rounds: reference, solution, compiled reference and the floor (one trivial launch:
-        # the cost of a call that does nothing, in the same conditions) in an order the OS draws.
-        models = {"ref": self.ref, "sol": self.new, "compiled": self.compiled, "floor": self.trivial if self.cuda else None}
+    def timed_rounds(self):
+        """Seconds per call of each of the reference, the solution, the compiled reference and the floor
+        (one trivial launch: the cost of a call that does nothing, in the same conditions), called in an
+        order the OS draws each round, for iters rounds after warm-up or until the time budget."""
+        opts = self.opts
+        models = {"ref": self.ref, "sol": self.new, "compile": self.compiled, "floor": self.trivial if self.cuda else None}
         who = [w for w, m in models.items() if m is not None]
         times = {w: [] for w in who}
-        rng, t_start, r = random.SystemRandom(), time.time(), 0
-        while r < opts["warmup"] + opts["iters"]:
+        rng, t_start = random.SystemRandom(), time.time()
+        for r in range(opts["warmup"] + opts["iters"]):
             if r >= opts["warmup"] + opts["min_iters"] and time.time() - t_start > opts["time_budget"]:
                 break
             k = 1000 + r
             xs = self.inputs()
-            # The timed calls run back to back; the solution's output is checked only after all of
-            # them. Checking between them left the GPU idle for milliseconds before whichever call
-            # came next: an A/A test (the reference as its own solution) then read 1.2-1.6x on ReLU
-            # and 1.06x on a 4096^2 matmul, the call after the checks being the slow one.
-            # Every model's timed call does the same work around its clock, and its copies and output
-            # live until the round ends, as the solution's must (they are verified after the round).
+            # The timed calls run back to back, the solution's output checked after them all: checks
+            # between them idled the GPU for milliseconds before the next call, and an A/A test read up
+            # to 1.6x. Every model's call does the same work around its clock, and its copies and
+            # output live until the round ends, as the solution's must (verified after the round).
             calls = {}
             for w in rng.sample(who, len(who)):
                 calls[w], dt = self.timed_call(models[w], [] if w == "floor" else xs, k, keep=w == "sol")
@@ -703,25 +718,7 @@ class Worker:
                     times[w].append(dt)
             if "sol" in calls:  # the reference for checking exists only from here on
                 self.verify(calls["sol"], self.reference(xs, k))
-            r += 1
-
-        if self.new is not None:
-            for k in range(trials - trials // 2, trials):  # ...and half after: no honest-then-lazy
-                self.checked_trial(2000 + k)
-            rec["max_abs_err"] = max(e[0] for e in self.errors)
-            rec["err_vs_tol"] = max(e[1] for e in self.errors)  # <= 1 passes
-
-        # Medians as the clock read them. The floor (a trivial launch + sync in the same conditions)
-        # is reported, not subtracted: it is 35-50 us in the judge, as much as a whole ReLU call, and an
-        # A/A test read 0.29-3.4x on ReLU with it subtracted against 0.94-0.97x without.
-        for w, ts in times.items():
-            med = statistics.median(ts)
-            q = statistics.quantiles(ts, n=4) if len(ts) > 1 else [med, med, med]
-            name = {"ref": "ref", "sol": "sol", "compiled": "compile", "floor": "floor"}[w]
-            rec[f"{name}_ms"] = med * 1e3
-            rec[f"{name}_iqr_ms"] = (q[2] - q[0]) * 1e3
-        rec["rounds"] = len(times["ref"])
-        return rec
+        return times
 
 
 def _worker_main(conn, task_path, sol_path, opts, secret):
@@ -785,34 +782,27 @@ def _worker_main(conn, task_path, sol_path, opts, secret):
 
 DEFAULTS = dict(device=None, jobs=None, trials=6, warmup=3, iters=1000, min_iters=10, time_budget=3.0,
                 compile=False, timeout=300, seed=0, screen=False, overlap=False, **STRICT)
-# RL's first pass: the same rules and checks on every call, but no study of the reference (its flags,
-# eager's own error), 2 correctness trials and a short timing; a candidate that would become a new
-# best is judged again in full before it counts (train_rl.judge). Builds run beside measuring
-# (overlap): on the H200 that judged 14% more candidates per minute, with the A/A spread of its
-# timings about as wide as in waves; 0.1 s of timing gained 19% more but widened it (0.86x low).
+# RL's first pass: every rule and check on every call, but no study of the reference, 2 trials and a short
+# timing; a would-be new best is judged again in full before it counts (train_rl.judge). It builds beside
+# measuring: more candidates per GPU-minute, at about the A/A spread of waves (results/h200-judge-throughput.md).
 SCREEN = dict(screen=True, trials=2, warmup=1, min_iters=10, time_budget=0.3, overlap=True)
-_ctx = None
 
 
+@functools.cache
 def _context():
-    global _ctx
-    if _ctx is None:
-        # Forked children of a torch-importing server ran CPU ops ~50x slow with OpenMP's spinning
-        # waits (measured: 7 ms vs 0.15 ms for a small Linear on 2 cores); passive waits fix it.
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-        # Trap: forkserver re-imports the caller's main script in the server unless __main__ names
-        # itself "__main__"; a flat training script (train_sft.py) would otherwise run again there.
-        main = sys.modules["__main__"]
-        if getattr(main, "__spec__", None) is None:
-            import importlib.machinery
-            main.__spec__ = importlib.machinery.ModuleSpec("__main__", None)
-        _ctx = multiprocessing.get_context("forkserver")
-        _ctx.set_forkserver_preload(["torch", "torch._dynamo"])  # every worker imports dynamo (Snapshot): once here
-    return _ctx
-
-
-def default_device():
-    return "cuda" if gpu_info()[0] else "cpu"
+    """The context every worker is made in: forked from one server that has imported torch."""
+    # Forked children of a torch-importing server ran CPU ops ~50x slow with OpenMP's spinning
+    # waits (measured: 7 ms vs 0.15 ms for a small Linear on 2 cores); passive waits fix it.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # Trap: forkserver re-imports the caller's main script in the server unless __main__ names
+    # itself "__main__"; a flat training script (train_sft.py) would otherwise run again there.
+    main = sys.modules["__main__"]
+    if getattr(main, "__spec__", None) is None:
+        import importlib.machinery
+        main.__spec__ = importlib.machinery.ModuleSpec("__main__", None)
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["torch", "torch._dynamo"])  # every worker imports dynamo (Snapshot): once here
+    return ctx
 
 
 def commit():
@@ -849,179 +839,180 @@ def judge_many(pairs, out=None, progress=False, command=None, **kw):
     the reference alone). Records come back in pairs' order; with out=..., each is appended to
     out.jsonl as it finishes, and pairs already there are not judged again (a killed run resumes)."""
     opts = {**DEFAULTS, **{k: v for k, v in kw.items() if v is not None}}
-    opts["device"] = opts["device"] or default_device()
-    jobs = opts["jobs"] or max(1, min(16, len(os.sched_getaffinity(0))))  # the cores we may use
+    opts["device"] = opts["device"] or ("cuda" if gpu_info()[0] else "cpu")
+    opts["jobs"] = opts["jobs"] or max(1, min(16, len(os.sched_getaffinity(0))))  # the cores we may use
     files = [(t, solution_file(s)) for t, s in pairs]
     if opts["compile"]:
         # torch.compile runs in a reference-only worker per task, never beside a solution: its
         # compile pool starts threads of its own, which the solution's thread rule would have to
         # excuse (on the H200 every solution read 'cheat:threads' from inductor's worker timer).
         files += [(t, None) for t in dict.fromkeys(t for t, s in files if s is not None) if (t, None) not in files]
-    keys = [_key(t, s) for t, s in files]
-    results = [None] * len(files)
     done = {}
     if out and os.path.exists(out + ".jsonl"):  # not_run: a placeholder for a pair a cut-short run never reached
         done = {(r["task"], r["solution"]): r for r in read_records(out + ".jsonl") if r.get("status") != "not_run"}
-    todo = collections.deque()
-    for i, key in enumerate(keys):
-        if key in done:
-            results[i] = done[key]
-        else:
-            todo.append(i)
-    env = environment(opts["device"])
-    bar = None
-    if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=len(todo), desc="judging", unit="sol", dynamic_ncols=True)
-    ctx, running, queue, gpu = _context(), {}, collections.deque(), None
-    counts = collections.Counter()
-
-    def finish(i, rec):
-        nonlocal gpu
-        w = running.pop(i)
-        task, sol = files[i]
-        rec = {"task": keys[i][0], "solution": keys[i][1], **rec}
-        if "speedup" not in rec and rec.get("status") == "ok" and "sol_ms" in rec:
-            rec["speedup"] = rec["ref_ms"] / rec["sol_ms"]
-        rec["correct"] = rec.get("status") == "ok" and sol is not None
-        rec.setdefault("speedup", None)
-        rec.update(wall_s=round(time.time() - w["t0"], 2), command=command, tolerance=f"{opts['tolerance']} atol={opts['atol']:g} rtol={opts['rtol']:g}",
-                   env=env)
-        results[i] = rec
-        if out:
-            os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-            with open(out + ".jsonl", "a") as f:
-                f.write(json.dumps(rec) + "\n")
-        w["conn"].close()
-        _kill(w["proc"])  # the whole group: nvcc or compile workers left behind go too
-        w["proc"].join(5)
-        if gpu == i:
-            gpu = None
-        counts[rec["status"]] += 1
-        if bar:
-            bar.set_postfix_str(" ".join(f"{k}={v}" for k, v in counts.most_common(4)), refresh=False)
-            bar.update(1)
-
-    while todo or running:
-        # Waves: workers build (nvcc, torch.compile: CPU work) side by side, but no build runs while
-        # anything is measured -- on the H200 machine, builds beside a timed worker inflated its
-        # Python overhead and the sync floor (ReLU's eager time read 36 us, the floor 22 us).
-        # overlap=True (a screen whose new bests are judged again in full) keeps building and
-        # measuring side by side, so the GPU does not wait for a wave's slowest build.
-        measuring = (gpu is not None or queue) and not opts["overlap"]
-        while todo and len(running) < jobs and not measuring:
-            i = todo.popleft()
-            task, sol = files[i]
-            skip = sol is not None and _skip_reason(open(sol).read(), opts["device"])
-            if skip:
-                running[i] = {"proc": _Done(), "conn": _Done(), "t0": time.time()}
-                finish(i, {"status": "skipped", "message": skip})
-                continue
-            parent, child = ctx.Pipe()
-            job = {**opts, "compile": opts["compile"] and sol is None}
-            secret = os.urandom(16).hex()  # a record must carry it: the solution never sees it
-            p = ctx.Process(target=_worker_main, args=(child, task, sol, job, secret))  # not daemonic: may have children
-            p.start()
-            child.close()
-            running[i] = {"proc": p, "conn": parent, "secret": secret, "phase": "build", "t0": time.time(),
-                          "deadline": time.time() + opts["timeout"]}
-        building = not opts["overlap"] and any(w.get("phase") == "build" for w in running.values())
-        while gpu is None and queue and not building:
-            gpu = queue.popleft()
-            if gpu not in running:  # died while waiting for its turn
-                gpu = None
-                continue
-            w = running[gpu]
-            w["phase"], w["deadline"] = "run", time.time() + opts["timeout"]
-            w["conn"].send("go")
-        waits = [w["deadline"] for w in running.values() if w.get("phase") in ("build", "run")]
-        wait_s = max(0.0, min(waits) - time.time()) if waits else None
-        objs = {}
-        for i, w in running.items():
-            if not w.get("eof"):
-                objs[w["conn"]] = i
-            objs[w["proc"].sentinel] = i
-        if not objs:  # everything left was settled without a worker (skipped): nothing to wait for
-            continue
-        for obj in multiprocessing.connection.wait(list(objs), timeout=wait_s):
-            i = objs[obj]
-            if i not in running:
-                continue
-            w = running[i]
-            if obj is w["conn"]:
-                try:
-                    kind, payload = _receive(w)
-                except (EOFError, OSError):
-                    w["eof"] = True  # the sentinel reports the death
-                    continue
-                if kind == "ready":
-                    w["phase"] = "queued"
-                    queue.append(i)
-                else:
-                    finish(i, payload)
-            else:
-                w["proc"].join(1)
-                try:  # its record may still be in the pipe
-                    while not w.get("eof") and w["conn"].poll():
-                        kind, payload = _receive(w)
-                        if kind == "record":
-                            finish(i, payload)
-                            break
-                except (EOFError, OSError):
-                    pass
-                if i not in running:
-                    continue
-                code = w["proc"].exitcode
-                how = f"killed by signal {-code} ({signal.Signals(-code).name})" if code and code < 0 \
-                    else f"exited with code {code}"
-                finish(i, {"status": "runtime_error", "message": f"worker {how} during {w['phase']}"})
-        now = time.time()
-        for i, w in list(running.items()):
-            if w.get("phase") in ("build", "run") and now > w["deadline"]:
-                _kill(w["proc"])
-                finish(i, {"status": "timeout", "message": f"no result within {opts['timeout']} s ({w['phase']})"})
-    if bar:
-        bar.close()
+    results = [done.get(_key(t, s)) for t, s in files]
+    todo = collections.deque(i for i, r in enumerate(results) if r is None)
+    Scheduler(files, results, opts, out, command).run(todo, progress)
     return results[:len(pairs)]
 
 
-def _receive(w):
-    """(kind, payload) of a worker's next message. One without the worker's secret, or not JSON, was
-    written by the solution (it can find the pipe's descriptor): a forged record. Never unpickled."""
-    forged = ("record", {"status": "cheat:forged_record", "message": "wrote a message on the judge's pipe"})
-    try:
-        kind, payload, secret = json.loads(w["conn"].recv_bytes(1 << 24))
-    except (ValueError, TypeError):
-        return forged
-    return (kind, payload) if secret == w["secret"] else forged
+class Slot:
+    """One pair's worker as the scheduler sees it. phase: build -> queued (built, waiting for its turn
+    on the GPU) -> run; deadline: when a build or run times out."""
 
+    def __init__(self, ctx, i, task, sol, opts):
+        self.i = i  # the pair's index
+        self.secret = os.urandom(16).hex()  # a record must carry it: the solution never sees it
+        self.conn, child = ctx.Pipe()
+        job = {**opts, "compile": opts["compile"] and sol is None}
+        self.proc = ctx.Process(target=_worker_main, args=(child, task, sol, job, self.secret))  # not daemonic: may have children
+        self.proc.start()
+        child.close()
+        self.phase, self.eof, self.t0 = "build", False, time.time()
+        self.deadline = self.t0 + opts["timeout"]
 
-class _Done:
-    """Stand-in process/pipe for pairs settled without a worker."""
-
-    def close(self):
-        pass
-
-    def join(self, *a):
-        pass
-
-
-def _kill(proc):
-    """SIGKILL the worker's whole process group (it ignores SIGTERM if it likes; nvcc goes too)."""
-    if getattr(proc, "pid", None) is None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
+    def receive(self):
+        """(kind, payload) of the worker's next message. One without the worker's secret, or not JSON, was
+        written by the solution (it can find the pipe's descriptor): a forged record. Never unpickled."""
+        forged = ("record", {"status": "cheat:forged_record", "message": "wrote a message on the judge's pipe"})
         try:
-            proc.kill()
-        except (ProcessLookupError, AttributeError):
+            kind, payload, secret = json.loads(self.conn.recv_bytes(1 << 24))
+        except (ValueError, TypeError):
+            return forged
+        return (kind, payload) if secret == self.secret else forged
+
+    def last_word(self):
+        """The record of a worker whose process ended: the one still in its pipe, else how it died."""
+        self.proc.join(1)
+        try:
+            while not self.eof and self.conn.poll():
+                kind, payload = self.receive()
+                if kind == "record":
+                    return payload
+        except (EOFError, OSError):
             pass
+        code = self.proc.exitcode
+        how = f"killed by signal {-code} ({signal.Signals(-code).name})" if code and code < 0 else f"exited with code {code}"
+        return {"status": "runtime_error", "message": f"worker {how} during {self.phase}"}
+
+    def stop(self):
+        """SIGKILL the worker's whole process group (it may ignore SIGTERM; nvcc or compile workers go too)."""
+        self.conn.close()
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):  # no such group: not made yet, or gone
+            self.proc.kill()
+        self.proc.join(5)
 
 
-def judge(task, solution, **kw):
-    """One pair: judge_many([(task, solution)], **kw)[0]."""
-    return judge_many([(task, solution)], **kw)[0]
+class Scheduler:
+    """judge_many's loop: start workers, hand the GPU to the next built one, wait, receive, reap
+    timeouts. One worker at a time holds the GPU. Waves: workers build side by side (nvcc, torch.compile:
+    CPU work), but none while anything is measured (on the H200 that inflated the timed worker's Python
+    overhead and sync floor). overlap=True (a screen whose new bests are judged again in full) builds
+    beside measuring, so the GPU does not wait for a wave's slowest build."""
+
+    def __init__(self, files, results, opts, out, command):
+        self.files, self.results, self.opts, self.out, self.command = files, results, opts, out, command
+        self.env, self.ctx = environment(opts["device"]), _context()
+        self.slots = {}  # pair index -> Slot, for every worker alive
+        self.queue = collections.deque()  # built workers waiting for the GPU, in the order they got ready
+        self.counts, self.bar = collections.Counter(), None
+
+    def run(self, todo, progress):
+        if progress:
+            from tqdm import tqdm
+            self.bar = tqdm(total=len(todo), desc="judging", unit="sol", dynamic_ncols=True)
+        while todo or self.slots:
+            self.start_workers(todo)
+            self.hand_gpu()
+            self.receive(self.wait())
+            self.reap_timeouts()
+        if self.bar:
+            self.bar.close()
+
+    def start_workers(self, todo):
+        """Workers for the next pairs, up to jobs alive; in waves none while anything waits for or holds
+        the GPU. A pair this device cannot judge is finished at once, without a worker."""
+        if not self.opts["overlap"] and any(s.phase in ("queued", "run") for s in self.slots.values()):
+            return
+        while todo and len(self.slots) < self.opts["jobs"]:
+            i = todo.popleft()
+            task, sol = self.files[i]
+            skip = sol is not None and _skip_reason(open(sol).read(), self.opts["device"])
+            if skip:
+                self.record(i, {"status": "skipped", "message": skip}, time.time())
+            else:
+                self.slots[i] = Slot(self.ctx, i, task, sol, self.opts)
+
+    def hand_gpu(self):
+        """The GPU to the first worker in the queue, if no one holds it (and, in waves, none builds)."""
+        phases = {s.phase for s in self.slots.values()}
+        if self.queue and "run" not in phases and (self.opts["overlap"] or "build" not in phases):
+            slot = self.queue.popleft()
+            slot.phase, slot.deadline = "run", time.time() + self.opts["timeout"]
+            slot.conn.send("go")  # the worker judges once it reads this word
+
+    def wait(self):
+        """(slot, pipe or process sentinel) for each that is ready, waiting at most until the nearest deadline."""
+        if not self.slots:  # every pair left was skipped: nothing to wait for
+            return []
+        deadlines = [s.deadline for s in self.slots.values() if s.phase in ("build", "run")]
+        timeout = max(0.0, min(deadlines) - time.time()) if deadlines else None
+        objs = {o: s for s in self.slots.values() for o in ([] if s.eof else [s.conn]) + [s.proc.sentinel]}
+        return [(objs[o], o) for o in multiprocessing.connection.wait(list(objs), timeout=timeout)]
+
+    def receive(self, ready):
+        """'ready' puts a worker in the queue for the GPU; a record, or the end of its process, finishes its pair."""
+        for slot, obj in ready:
+            if slot.i not in self.slots:  # finished earlier in this batch
+                continue
+            if obj is slot.conn:
+                try:
+                    kind, payload = slot.receive()
+                except (EOFError, OSError):
+                    slot.eof = True  # the sentinel reports the death
+                    continue
+                if kind == "ready":
+                    slot.phase = "queued"
+                    self.queue.append(slot)
+                else:
+                    self.finish(slot, payload)
+            else:
+                self.finish(slot, slot.last_word())
+
+    def reap_timeouts(self):
+        now = time.time()
+        for slot in [s for s in self.slots.values() if s.phase in ("build", "run") and now > s.deadline]:
+            self.finish(slot, {"status": "timeout", "message": f"no result within {self.opts['timeout']} s ({slot.phase})"})
+
+    def finish(self, slot, payload):
+        """The pair's record first (a kill of the judge now loses nothing), then its worker ends."""
+        del self.slots[slot.i]
+        if slot.phase == "queued":  # died while waiting for its turn
+            self.queue.remove(slot)
+        self.record(slot.i, payload, slot.t0)
+        slot.stop()
+
+    def record(self, i, payload, t0):
+        """The worker's payload made a record (names, speedup, verdict, settings), appended to out.jsonl."""
+        task, sol = _key(*self.files[i])
+        rec = {"task": task, "solution": sol, **payload}
+        if rec["status"] == "ok" and "sol_ms" in rec:
+            rec["speedup"] = rec["ref_ms"] / rec["sol_ms"]
+        rec["correct"] = rec["status"] == "ok" and sol is not None
+        rec.setdefault("speedup", None)
+        tol = f"{self.opts['tolerance']} atol={self.opts['atol']:g} rtol={self.opts['rtol']:g}"
+        rec.update(wall_s=round(time.time() - t0, 2), command=self.command, tolerance=tol, env=self.env)
+        self.results[i] = rec
+        if self.out:
+            os.makedirs(os.path.dirname(os.path.abspath(self.out)), exist_ok=True)
+            with open(self.out + ".jsonl", "a") as f:
+                f.write(json.dumps(rec) + "\n")
+        self.counts[rec["status"]] += 1
+        if self.bar:
+            self.bar.set_postfix_str(" ".join(f"{k}={v}" for k, v in self.counts.most_common(4)), refresh=False)
+            self.bar.update(1)
 
 
 # -----------------------------------------------------------------------------
@@ -1105,8 +1096,9 @@ def _no_win_section(records, gpu):
 
 
 def _why(best, nbytes, ref_ms, eager_err, peak):
-    """The likeliest reason a task has no win, by rules over the measured numbers; the solution's
-    docstring says more."""
+    """The likeliest reason a task has no win, by rules over the measured numbers (the solution's
+    docstring says more). A tie: a speedup within the spread an A/A test (bench/judge_noise.py: the
+    reference judged as its own solution) reads on such tasks, as the README's judge section quotes."""
     if not best["correct"]:
         return "no correct solution"
     if eager_err and eager_err > 1:
@@ -1114,12 +1106,11 @@ def _why(best, nbytes, ref_ms, eager_err, peak):
     if (_bw_share(nbytes, ref_ms, peak) or 0) >= 0.6:
         return "memory-bound: eager already streams near peak bandwidth"
     if best["speedup"] >= 0.97:
-        return "a tie: the A/A test reads 0.98-1.00x on 0.2-0.4 ms GEMMs (results/h200-judge-noise.md)"
-    if ref_ms and ref_ms < 0.1 and nbytes and nbytes < 16e6:
+        return "a tie: within the judge's A/A spread"
+    if ref_ms and ref_ms < 0.1 and nbytes and nbytes < 16e6:  # under 0.1 ms and 16 MB: launch-bound
         if best["speedup"] >= 0.94:
-            return "launch-bound, a tie: the A/A test reads 0.94-1.06x on such tasks (results/h200-judge-noise.md)"
-        return ("launch-bound: a few us of GPU work, and even our leanest call path (METH_FASTCALL + "
-                "cuLaunchKernel) costs about what eager's one ATen launch does (results/h200-call-path.md)")
+            return "launch-bound, a tie: within the judge's A/A spread on such tasks"
+        return "launch-bound: a few us of GPU work, where a call's launch costs about as much as its kernel"
     return "open: see the solution's docstring"
 
 
@@ -1156,43 +1147,7 @@ def write_report(out, records):
              "- flags: constant (same output for different inputs), stochastic (differs beyond tolerance on "
              "the same input), nondeterministic (bitwise different on the same input: runs before the tolerance "
              "test was added), zeros_pass (a tensor of zeros would pass), nan_ref", ""]
-    if summary:
-        lines += [f"**Correct {summary['correct']}/{summary['tasks']} tasks.** Best correct solution per task; "
-                  "a task without one counts as 1.0x.", "",
-                  "| tasks | correct | vs | mean | median | geomean | fast_1 | fast_1.5 |", "|---|---|---|---|---|---|---|---|"]
-        levels = sorted({r["task"].split("/")[0] for r in records})
-        for scope in (levels + ["all"] if len(levels) > 1 else levels):
-            sm = summary if scope == "all" else summarize([r for r in records if r["task"].startswith(scope + "/")])
-            for name, vs in (("speedup", "eager"), ("speedup_compile", "torch.compile")):
-                x = sm[name]
-                if name == "speedup" or any(r.get("speedup_compile") for r in records):
-                    lines.append(f"| {scope} | {sm['correct']}/{sm['tasks']} | {vs} | {x['mean']:.2f}x | {x['median']:.2f}x | "
-                                 f"{x['geomean']:.2f}x | {x['fast_1']:.0%} | {x['fast_1_5']:.0%} |")
-        lines += ["", "| task | solution | status | err/tol | ref ms | ref IQR | sol ms | sol IQR | floor ms | rounds | speedup | vs compile | flags |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-        for r in records:
-            lines.append(f"| {r['task']} | {os.path.basename(r['solution'] or '')} | {r['status']} | "
-                         f"{_f(r.get('err_vs_tol'), '{:.2f}')} | {_f(r.get('ref_ms'), '{:.4f}')} | {_f(r.get('ref_iqr_ms'), '{:.4f}')} | "
-                         f"{_f(r.get('sol_ms'), '{:.4f}')} | {_f(r.get('sol_iqr_ms'), '{:.4f}')} | "
-                         f"{_f(r.get('floor_ms'), '{:.4f}')} | {r.get('rounds', '')} | "
-                         f"{_f(r.get('speedup'), '{:.2f}x')} | "
-                         f"{_f(r.get('speedup_compile'), '{:.2f}x')} | {' '.join(r.get('flags', []))} |")
-    else:
-        ok = [r for r in records if r["status"] == "ok"]
-        for lvl in sorted({r["task"].split("/")[0] for r in ok}):
-            ms = [r["ref_ms"] for r in ok if r["task"].startswith(lvl + "/")]
-            q = statistics.quantiles(ms, n=4) if len(ms) > 1 else ms * 3
-            both = [r for r in ok if r["task"].startswith(lvl + "/") and r.get("compile_ms")]
-            lines.append(f"- {lvl}: {len(ms)} tasks, eager median {q[1]:.4f} ms (quartiles {q[0]:.4f}, {q[2]:.4f}); "
-                         f"torch.compile faster than eager on {sum(r['compile_ms'] < r['ref_ms'] for r in both)}/{len(both)}")
-        lines += ["", "| task | status | eager ms | eager IQR ms | compile ms | compile IQR ms | eager/compile | flags |",
-                  "|---|---|---|---|---|---|---|---|"]
-        for r in records:
-            ratio = r["ref_ms"] / r["compile_ms"] if r.get("compile_ms") else None
-            lines.append(f"| {r['task']} | {r['status']} | {_f(r.get('ref_ms'), '{:.4f}')} | "
-                         f"{_f(r.get('ref_iqr_ms'), '{:.4f}')} | {_f(r.get('compile_ms'), '{:.4f}')} | "
-                         f"{_f(r.get('compile_iqr_ms'), '{:.4f}')} | {_f(ratio, '{:.2f}x')} | "
-                         f"{' '.join(r.get('flags', []))} {r.get('message', '')[:80]} |")
+    lines += _solution_tables(records, summary) if summary else _reference_tables(records)
     lines += _no_win_section(records, env.get("gpu") or "")
     failed = [r for r in records if r["status"] not in ("ok", "skipped")]
     if failed:
@@ -1204,36 +1159,94 @@ def write_report(out, records):
         json.dump({"commands": commands, "env": env, "summary": summary, "records": records}, f, indent=1)
 
 
+def _solution_tables(records, summary):
+    """The summary per level and overall (vs eager, and vs torch.compile when timed), then every record."""
+    lines = [f"**Correct {summary['correct']}/{summary['tasks']} tasks.** Best correct solution per task; "
+             "a task without one counts as 1.0x.", "",
+             "| tasks | correct | vs | mean | median | geomean | fast_1 | fast_1.5 |", "|---|---|---|---|---|---|---|---|"]
+    levels = sorted({r["task"].split("/")[0] for r in records})
+    for scope in (levels + ["all"] if len(levels) > 1 else levels):
+        sm = summary if scope == "all" else summarize([r for r in records if r["task"].startswith(scope + "/")])
+        for name, vs in (("speedup", "eager"), ("speedup_compile", "torch.compile")):
+            x = sm[name]
+            if name == "speedup" or any(r.get("speedup_compile") for r in records):
+                lines.append(f"| {scope} | {sm['correct']}/{sm['tasks']} | {vs} | {x['mean']:.2f}x | {x['median']:.2f}x | "
+                             f"{x['geomean']:.2f}x | {x['fast_1']:.0%} | {x['fast_1_5']:.0%} |")
+    lines += ["", "| task | solution | status | err/tol | ref ms | ref IQR | sol ms | sol IQR | floor ms | rounds | speedup | vs compile | flags |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in records:
+        ms = " | ".join(_f(r.get(k), "{:.4f}") for k in ("ref_ms", "ref_iqr_ms", "sol_ms", "sol_iqr_ms", "floor_ms"))
+        lines.append(f"| {r['task']} | {os.path.basename(r['solution'] or '')} | {r['status']} | "
+                     f"{_f(r.get('err_vs_tol'), '{:.2f}')} | {ms} | {r.get('rounds', '')} | {_f(r.get('speedup'), '{:.2f}x')} | "
+                     f"{_f(r.get('speedup_compile'), '{:.2f}x')} | {' '.join(r.get('flags', []))} |")
+    return lines
+
+
+def _reference_tables(records):
+    """A run of references alone: eager's quartiles per level, then eager against torch.compile per task."""
+    lines, ok = [], [r for r in records if r["status"] == "ok"]
+    for lvl in sorted({r["task"].split("/")[0] for r in ok}):
+        ms = [r["ref_ms"] for r in ok if r["task"].startswith(lvl + "/")]
+        q = statistics.quantiles(ms, n=4) if len(ms) > 1 else ms * 3
+        both = [r for r in ok if r["task"].startswith(lvl + "/") and r.get("compile_ms")]
+        lines.append(f"- {lvl}: {len(ms)} tasks, eager median {q[1]:.4f} ms (quartiles {q[0]:.4f}, {q[2]:.4f}); "
+                     f"torch.compile faster than eager on {sum(r['compile_ms'] < r['ref_ms'] for r in both)}/{len(both)}")
+    lines += ["", "| task | status | eager ms | eager IQR ms | compile ms | compile IQR ms | eager/compile | flags |",
+              "|---|---|---|---|---|---|---|---|"]
+    for r in records:
+        ratio = r["ref_ms"] / r["compile_ms"] if r.get("compile_ms") else None
+        ms = " | ".join(_f(r.get(k), "{:.4f}") for k in ("ref_ms", "ref_iqr_ms", "compile_ms", "compile_iqr_ms"))
+        lines.append(f"| {r['task']} | {r['status']} | {ms} | {_f(ratio, '{:.2f}x')} | "
+                     f"{' '.join(r.get('flags', []))} {r.get('message', '')[:80]} |")
+    return lines
+
+
 # -----------------------------------------------------------------------------
 # CLI
+
+def selected_pairs(a):
+    """(pairs, device) the arguments name; JudgeError when they name nothing to judge here."""
+    name, _ = gpu_info()
+    check_gpu(a.gpu, name)
+    device = a.device or ("cuda" if name else "cpu")
+    if a.cudal1_jsonl:
+        pairs = cudal1_pairs(a.cudal1_jsonl, a.tasks)
+    else:
+        tasks = find_tasks(a.tasks, {int(x) for x in a.ids.split(",") if x.strip()} or None)
+        pairs = find_pairs(tasks, a.solutions) if a.solutions else [(t, None) for t in tasks]
+    if len(pairs) == 1 and pairs[0][1] and device == "cpu" and needs_gpu(open(pairs[0][1]).read()):
+        raise JudgeError(f"{pairs[0][1]} is a CUDA solution and this machine has no NVIDIA GPU")  # not a record
+    return pairs, device
+
 
 def main(argv=None):
     p = argparse.ArgumentParser(description="judge KernelBench solutions: correctness, speed, cheats")
     # ---- what to judge
     p.add_argument("--tasks", default="kernelbench", help="a task file, a level folder, or a root of level folders")
     p.add_argument("--ids", default="", help="comma-separated task ids to keep (empty: all)")
-    p.add_argument("--solutions", default="", help="solution files or folders, comma-separated (empty: time the references alone)")
+    p.add_argument("--solutions", default="", help="solution files or folders (every .py under them), comma-separated, "
+                   "paired with tasks by level folder and id (empty: time the references alone)")
     p.add_argument("--cudal1-jsonl", default="", help="CUDA-L1's released JSONL (level_id, task_id, ref_code, custom_code)")
-    p.add_argument("--out", default="", help="results path without extension: writes .jsonl, .md, .json")
+    p.add_argument("--out", default="", help="results path without extension: writes .jsonl, .md, .json (empty: build/eval)")
     # ---- where
-    p.add_argument("--gpu", default=None, help="h100|h200|h20|a100|l40|3090: checked against the GPU present")
-    p.add_argument("--device", default=None, help="cuda or cpu (default: cuda if an NVIDIA GPU is present)")
-    p.add_argument("--jobs", type=int, default=None, help="workers building at once (default: the cores we may use, at most 16)")
+    p.add_argument("--gpu", default=None, help=f"{'|'.join(GPUS)}: checked against the GPU present (empty: no check)")
+    p.add_argument("--device", default=None, help="cuda, cuda:N or cpu (empty: cuda if an NVIDIA GPU is present)")
+    p.add_argument("--jobs", type=int, default=None, help="worker processes at once (empty: the cores we may use, at most 16)")
     # ---- how
     p.add_argument("--compile", action="store_true", help="also time torch.compile (default mode) of the reference")
     p.add_argument("--tolerance", default="strict", choices=["strict", "kernelbench"],
-                   help="strict: 1e-4 with atol scaled by rms(ref); kernelbench: 1e-2 absolute (CUDA-L1's)")
+                   help="strict: 1e-4 with atol scaled by rms(ref); kernelbench: 1e-2, atol not scaled (CUDA-L1's)")
     p.add_argument("--atol", type=float, default=None, help="override the mode's atol")
     p.add_argument("--rtol", type=float, default=None, help="override the mode's rtol")
     p.add_argument("--screen", action="store_true", help="RL's cheap first pass: no study of the reference, "
-                   f"{SCREEN['trials']} trials, {SCREEN['time_budget']} s of timing (flags below still override)")
+                   f"{SCREEN['trials']} trials, {SCREEN['time_budget']} s of timing, builds beside measuring (flags below override)")
     p.add_argument("--trials", type=int, default=None, help=f"untimed correctness trials, half before and half after "
                    f"timing (default {DEFAULTS['trials']})")
-    p.add_argument("--iters", type=int, default=None, help=f"timed rounds at most (default {DEFAULTS['iters']})")
-    p.add_argument("--time-budget", type=float, default=None, help="seconds of timed rounds per pair, at least 10 "
-                   f"rounds (default {DEFAULTS['time_budget']})")
-    p.add_argument("--timeout", type=float, default=DEFAULTS["timeout"], help="seconds for each of build and run, per pair")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--iters", type=int, default=None, help=f"timed rounds at most, after warm-up (default {DEFAULTS['iters']})")
+    p.add_argument("--time-budget", type=float, default=None, help="seconds of timed rounds per pair, warm-up included; "
+                   f"at least {DEFAULTS['min_iters']} rounds after it (default {DEFAULTS['time_budget']})")
+    p.add_argument("--timeout", type=float, default=DEFAULTS["timeout"], help="seconds per pair for each of build and run (default %(default)g)")
+    p.add_argument("--seed", type=int, default=0, help="seeds the models' parameters (inputs come from the OS)")
     p.add_argument("--report-only", action="store_true", help="judge nothing: rewrite OUT.md/.json from all of OUT.jsonl")
     a = p.parse_args(argv)
     if a.report_only:
@@ -1244,18 +1257,7 @@ def main(argv=None):
         print(f"report -> {a.out}.md")
         return 0
     try:
-        ids = {int(x) for x in a.ids.split(",") if x.strip()} if a.ids else None
-        name, _ = gpu_info()
-        check_gpu(a.gpu, name)
-        device = a.device or ("cuda" if name else "cpu")
-        if a.cudal1_jsonl:
-            pairs = cudal1_pairs(a.cudal1_jsonl, a.tasks)
-        else:
-            tasks = find_tasks(a.tasks, ids)
-            pairs = find_pairs(tasks, a.solutions) if a.solutions else [(t, None) for t in tasks]
-        for _, s in pairs:  # a lone CUDA solution on a CPU machine is a user error, not a record
-            if len(pairs) == 1 and s and device == "cpu" and needs_gpu(open(s).read()):
-                raise JudgeError(f"{s} is a CUDA solution and this machine has no NVIDIA GPU")
+        pairs, device = selected_pairs(a)
     except JudgeError as e:
         print(f"evaluate.py: {e}", file=sys.stderr)
         return 2
@@ -1266,13 +1268,11 @@ def main(argv=None):
     given = {k: v for k, v in dict(trials=a.trials, iters=a.iters, time_budget=a.time_budget).items() if v is not None}
     records = judge_many(pairs, out=out, progress=True, device=device, jobs=a.jobs, compile=a.compile,
                          timeout=a.timeout, seed=a.seed, command=command, **{**(SCREEN if a.screen else {}), **given}, **tol)
-    errors = [r for r in records if r["status"] == "error"]
-    if errors and len(errors) == len(records):
-        print(f"evaluate.py: {errors[0]['message']}", file=sys.stderr)
+    if records and all(r["status"] == "error" for r in records):
+        print(f"evaluate.py: {records[0]['message']}", file=sys.stderr)
         return 2
-    allrec = read_records(out + ".jsonl")
     keys = {(r["task"], r["solution"]) for r in records} | {(r["task"], None) for r in records}
-    write_report(out, [r for r in allrec if (r["task"], r["solution"]) in keys])
+    write_report(out, [r for r in read_records(out + ".jsonl") if (r["task"], r["solution"]) in keys])
     s = summarize(records)
     print(f"{len(records)} records -> {out}.md" + (f"; correct {s['correct']}/{s['tasks']}, "
           f"geomean {s['speedup']['geomean']:.2f}x" if s else ""))

@@ -3,6 +3,7 @@
 Every cheat here is written for one rule; all pairs go through one judge_many call so the suite
 pays for one pool of workers, not one per test.
 """
+import collections
 import json
 import os
 import signal
@@ -375,11 +376,44 @@ def test_hang_times_out_and_run_continues(tasks):
     assert time.time() - t0 < 40
 
 
+def noting_solution(log, name, build=""):
+    """HONEST, noting '<name> <event> <time>' in log: 'start' and 'built' around its import (build runs
+    between them), 'call' at every call."""
+    note = f"import time\ndef note(event):\n    open({str(log)!r}, 'a').write(f'{name} {{event}} {{time.time()}}\\n')\n"
+    return sol("def forward(self, x):\n    note('call')\n    return torch.relu(self.lin(x)) * 2.0\n",
+               head=f"{note}note('start')\n{build}note('built')\n")
+
+
+@pytest.mark.parametrize("overlap", [False, True])
+def test_waves_or_overlap(tasks, tmp_path, overlap):
+    """One worker at a time is measured. In waves no build runs beside measuring: A and C, built at
+    once, wait for B's slow build, and D starts only after A, B and C are measured. With overlap, A is
+    measured while B still builds (B's build waits for A's first call)."""
+    log = tmp_path / "log.txt"
+    log.touch()
+    slow = (f"t = time.time()\nwhile time.time() < t + 30 and 'A call' not in open({str(log)!r}).read():\n"
+            "    time.sleep(0.05)\n") if overlap else "time.sleep(2)\n"
+    pairs = [(str(tasks / "1_Affine.py"), noting_solution(log, n, slow if n == "B" else "")) for n in "ABCD"]
+    recs = evaluate.judge_many(pairs, **{**FAST, "jobs": 3, "overlap": overlap})
+    assert [r["status"] for r in recs] == ["ok"] * 4, [r["message"] for r in recs]
+    t = collections.defaultdict(list)
+    for line in log.read_text().splitlines():
+        name, event, at = line.split()
+        t[name, event].append(float(at))
+    spans = sorted((min(t[n, "call"]), max(t[n, "call"])) for n in "ABCD")
+    assert all(end < start for (_, end), (start, _) in zip(spans, spans[1:]))  # one at a time
+    if overlap:
+        assert min(t["A", "call"]) < t["B", "built"][0]
+    else:
+        assert min(t["A", "call"] + t["C", "call"]) > t["B", "built"][0]
+        assert t["D", "start"][0] > max(t["A", "call"] + t["B", "call"] + t["C", "call"])
+
+
 def test_flags_constant_and_zero_reference(tmp_path):
     d = tmp_path / "level2"
     d.mkdir()
     (d / "80_Zero.py").write_text(COPY_TASK.replace("return x * 1.0", "return (x - x).amax(1, keepdim=True) * 0"))
-    r = evaluate.judge(str(d / "80_Zero.py"), None, **FAST)
+    [r] = evaluate.judge_many([(str(d / "80_Zero.py"), None)], **FAST)
     assert r["status"] == "ok" and r["solution"] is None
     assert "constant" in r["flags"] and "zeros_pass" in r["flags"]
 
