@@ -1090,6 +1090,15 @@ class Bank:
                 f.write(json.dumps(e) + "\n")
         return e
 
+    def digest(self):
+        """A short hash of everything the bank holds, in order: under torchrun every rank must hold
+        the same bank, or the ranks' next prompts differ."""
+        h = hashlib.sha256()
+        for task in sorted(self.entries):
+            for e in self.entries[task]:
+                h.update(json.dumps([task, e["step"], e["source"], e["record"].get("speedup")]).encode())
+        return h.hexdigest()[:16]
+
     def correct(self, task):
         """Distinct correct solutions of `task`, in first-judged order. A source judged several
         times keeps its fastest measurement, so a task's best never goes down; noise can flatter

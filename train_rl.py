@@ -468,6 +468,11 @@ while step < args.steps:
     for a in answers:
         if a["source"] is not None:
             bank.add(key[a["task"]], a["source"], a["record"], step)
+    if ddp:  # every rank must hold the same bank, or their next prompts differ
+        digests = [None] * world
+        dist.all_gather_object(digests, bank.digest())
+        if len(set(digests)) > 1:
+            raise SystemExit(f"step {step}: the exemplar bank differs between ranks ({digests})")
     for t, before in best_before.items():
         # a candidate is code the bank had not seen, faster than everything it had: the same code
         # measured again (noise) never is

@@ -307,3 +307,27 @@ def test_same_code_is_one_notion_for_the_bank_and_the_copy_metric(tmp_path):
     bank.add("t", copy, {**ok, "speedup": 1.6}, step=3)
     bank.add("t", seed.replace("2", "2.0"), {**ok, "speedup": 1.4}, step=4)
     assert [e["step"] for e in bank.found("t")] == [4]
+
+
+def test_two_gloo_ranks_gather_every_answer_and_keep_one_bank(tmp_path):
+    # torchrun with two CPU ranks (gloo): each rank samples and judges its own task, the judge
+    # returns a different speedup on each rank, and every answer of both ranks reaches the bank
+    # rank 0 writes; train_rl checks after every step that both ranks hold the same bank
+    run, out, _ = rl_runner(tmp_path, fake_judge=True)
+    driver = tmp_path / "driver.py"
+    driver.write_text(driver.read_text().replace("speedup=1.5)", "speedup=1.5 + int(os.environ['RANK']))"))
+    tasks = f"{TASK},level1/20_LeakyReLU.py"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(driver),
+           "--init", str(tmp_path / "sft"), "--out", str(out), "--device", "cpu", "--tasks", os.path.join(ROOT, "kernelbench"),
+           "--rl-tasks", tasks, "--tasks-per-step", "2", "--num-samples", "2", "--steps", "2", "--lr", "1e-3",
+           "--seed-bank", "", "--min-answer-tokens", "512", "--held-out-tasks", "0"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    bank = cudal1.Bank(str(out / "bank.jsonl"), write=False)
+    judged = [e for es in bank.entries.values() for e in es if e["step"] >= 0]
+    # 2 steps x 2 tasks x 2 answers, half of them parse: 4 judged answers, from both ranks
+    assert len(judged) == 4 and {e["record"]["speedup"] for e in judged} == {1.5, 2.5}
+    assert sorted(bank.entries) == sorted(["level1/19_ReLU.py", "level1/20_LeakyReLU.py"])
+    log = [json.loads(line) for line in open(out / "log.jsonl")]
+    assert [line["step"] for line in log] == [0, 1]  # one line per step, from rank 0 alone
