@@ -4,6 +4,8 @@ models and byte-level BPE tokenizers trained on our tasks and kernels are built 
 import glob
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 import safetensors.torch
@@ -146,11 +148,11 @@ def test_tokenizer_refuses_what_it_cannot_read(tmp_path):
 
 # ---- models
 
-def hf_config(arch, vocab_size):
+def hf_config(arch, vocab_size, positions=256):
     """Tiny configs that between them use every feature: grouped-query attention everywhere; Llama:
     untied, Llama 3.1 rope scaling; Qwen2: tied, q/k/v biases; Qwen3: tied, q/k norms, head_dim != n_embd / n_head."""
     common = dict(vocab_size=vocab_size, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
-                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
+                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=positions)
     if arch == "llama":
         return transformers.LlamaConfig(**common, rms_norm_eps=1e-5, tie_word_embeddings=False, rope_theta=500000.0,
                                         rope_scaling=dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0,
@@ -163,13 +165,13 @@ def hf_config(arch, vocab_size):
 TOKENIZER_OF = {"llama": "llama3", "qwen2": "qwen", "qwen3": "qwen"}
 
 
-def build_model(arch, folder, **save):
+def build_model(arch, folder, positions=256, **save):
     """A random transformers model of `arch` saved to folder with its tokenizer; every weight random
     (norm gains near 1, biases too), so a weight we failed to load shows in the logits."""
     build_tokenizer(TOKENIZER_OF[arch], folder)
     vocab = ours(folder).vocab_size + 12  # embedding rows past the tokenizer's ids, as Qwen2.5 has
     torch.manual_seed(0)
-    hf = transformers.AutoModelForCausalLM.from_config(hf_config(arch, vocab))
+    hf = transformers.AutoModelForCausalLM.from_config(hf_config(arch, vocab, positions))
     with torch.no_grad():
         for name, p in hf.named_parameters():
             p.copy_(torch.randn_like(p) * (0.1 if p.dim() == 2 else 0.2) + (1.0 if "norm" in name else 0.0))
@@ -261,3 +263,40 @@ def test_saved_policy_loads_in_transformers_and_resumes(tmp_path, arch):
     opt2.load_state_dict(meta["optimizer"])
     assert all(torch.equal(opt.state_dict()["state"][i]["exp_avg"], s["exp_avg"])
                for i, s in opt2.state_dict()["state"].items())
+
+
+RELU = '''"""ReLU as clamp_min: one elementwise pass over x, the same memory traffic as torch.relu."""
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.clamp_min(x, 0.0)
+'''
+
+
+def test_stages_start_from_a_pretrained_checkpoint(tmp_path):
+    """train_sft.py --init and train_rl.py --init on a tiny Qwen2 folder (make train INIT=, make rl INIT=):
+    both run, save in its layout, and resume from what they saved."""
+    build_model("qwen2", tmp_path / "qwen", positions=2048)
+    (tmp_path / "kernels" / "level1").mkdir(parents=True)
+    (tmp_path / "kernels" / "level1" / "19_ReLU.py").write_text(RELU)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    sft = [sys.executable, os.path.join(ROOT, "train_sft.py"), "--init", str(tmp_path / "qwen"), "--device", "cpu",
+           "--kernels", str(tmp_path / "kernels"), "--tasks", os.path.join(ROOT, "kernelbench"), "--kinds", "pytorch",
+           "--speedups", "none.jsonl", "--batch-size", "1", "--rounds", "0", "--out", str(tmp_path / "sft")]
+    for steps, said in (("2", "starting from"), ("3", "resumed")):
+        p = subprocess.run(sft + ["--steps", steps], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0 and said in p.stdout, p.stdout[-3000:] + p.stderr[-3000:]
+    assert json.load(open(tmp_path / "sft" / "config.json"))["architectures"] == ["Qwen2ForCausalLM"]
+    assert json.load(open(tmp_path / "sft" / "cudal1.json"))["step"] == 3
+    rl = [sys.executable, os.path.join(ROOT, "train_rl.py"), "--init", str(tmp_path / "sft"), "--device", "cpu",
+          "--tasks", os.path.join(ROOT, "kernelbench"), "--rl-tasks", "level1/19_ReLU.py", "--tasks-per-step", "1",
+          "--num-samples", "2", "--max-new-tokens", "8", "--min-answer-tokens", "8", "--seed-bank", "",
+          "--out", str(tmp_path / "rl")]
+    for steps, said in (("1", "starting from"), ("2", "resumed")):
+        p = subprocess.run(rl + ["--steps", steps], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0 and said in p.stdout, p.stdout[-3000:] + p.stderr[-3000:]
+    model, tok, meta = cudal1.load_checkpoint(str(tmp_path / "rl"))
+    assert meta["stage"] == "rl" and meta["step"] == 2 and tok.end_id == tok.added["<|im_end|>"]
