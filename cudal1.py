@@ -394,7 +394,8 @@ class Tokenizer:
 # only, never from text: a task holding "<|im_end|>" cannot end an answer (tokenizers does the same
 # with encode_special_tokens=True; tests/test_hf.py holds us to it).
 
-GPT2_SPLIT = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""  # ByteLevel's use_regex
+# ByteLevel's own split (use_regex), GPT-2's
+GPT2_SPLIT = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 CHAT_FORMATS = {  # the first key a chat template holds names its format: (prompt, answer), each around its {}
     "enable_thinking": ("<|im_start|>user\n{}<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n",
                         "{}<|im_end|>"),  # Qwen3: ChatML with thinking off, as its template has it
@@ -586,7 +587,7 @@ class Config:
     qkv_bias: bool = False  # Qwen2: biases on q, k and v
     qk_norm: bool = False  # Qwen3: RMSNorm over each head's q and k before RoPE
     tie_embeddings: bool = False  # lm_head reuses embed_tokens' weight
-    rope_scaling: dict = None  # Llama 3.1's: factor, low_freq_factor, high_freq_factor, original_max_position_embeddings
+    rope_scaling: dict = None  # Llama 3.1's: LLAMA3_ROPE's four numbers
     architecture: str = ""  # "": our own checkpoint layout; else the Hugging Face class, saved as that
 
 
@@ -926,7 +927,7 @@ def answer_logprobs(model, prompt, answers, temperature=1.0, top_k=0, top_p=1.0)
 
 FORMAT = "cudal1-v1"
 HF_ARCHITECTURES = {"LlamaForCausalLM": "llama", "Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3"}
-HF_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "generation_config.json")
+HF_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "generation_config.json")  # the last: carried
 LLAMA3_ROPE = ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")
 
 
@@ -944,9 +945,10 @@ def config_from_hf(d):
         if bad:
             raise ValueError(f"{arch} with {what} is not supported")
     n_embd, n_head = d["hidden_size"], d["num_attention_heads"]
-    return Config(vocab_size=d["vocab_size"], block_size=d["max_position_embeddings"], n_layer=d["num_hidden_layers"],
-                  n_head=n_head, n_kv_head=d.get("num_key_value_heads") or n_head, n_embd=n_embd,
-                  n_hidden=d["intermediate_size"], rope_theta=d.get("rope_theta", rope.get("rope_theta", 10000.0)),
+    return Config(vocab_size=d["vocab_size"], block_size=d["max_position_embeddings"],
+                  n_layer=d["num_hidden_layers"], n_head=n_head, n_kv_head=d.get("num_key_value_heads") or n_head,
+                  n_embd=n_embd, n_hidden=d["intermediate_size"],
+                  rope_theta=d.get("rope_theta", rope.get("rope_theta", 10000.0)),
                   norm_eps=d["rms_norm_eps"], head_dim=d.get("head_dim") or n_embd // n_head,
                   qkv_bias=arch == "Qwen2ForCausalLM", qk_norm=arch == "Qwen3ForCausalLM",
                   tie_embeddings=d.get("tie_word_embeddings", False),
@@ -1023,7 +1025,8 @@ def load_checkpoint(path, device="cpu"):
             with open(os.path.join(path, "cudal1.json")) as f:
                 info = json.load(f)
     elif info.get("format") != FORMAT:
-        raise ValueError(f"{path}: neither a {FORMAT} checkpoint nor a Hugging Face one (format {info.get('format')!r})")
+        raise ValueError(f"{path}: neither a {FORMAT} checkpoint nor a Hugging Face one "
+                         f"(format {info.get('format')!r})")
     else:
         try:
             cfg = Config(**info.pop("config"))

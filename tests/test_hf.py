@@ -23,13 +23,16 @@ CORPUS = [open(p).read() for p in sorted(glob.glob(os.path.join(ROOT, "kernelben
 EDGE_CASES = [
     "", " ", "\n", "\n\n\n", "  \t  x\n  \n", "\r\n windows\r\n\r\n", "tab\tsep\t\t\tend", "trailing   ",
     "a" * 300, "    " * 20 + "deep indent", "x = 1234567 + 3.14159e-10 - 0x1F", "don't I'LL we'Re it'S",
-    "unicode: héllo → 🚀 ünïcödé 中文字符 ٣٤٥ 一二三 ½ Ⅻ", "e\u0301 vs é (NFC composes the first)", "\u00a0nbsp\u2009thin\u3000wide",
-    "zero\u200bwidth \x1c\x1d\x1e\x1f controls \x00\x07", "emoji 👩‍💻🏳️‍🌈 ZWJ", "<|im_end|> <|eot_id|> <|endoftext|> specials as text",
+    "unicode: héllo → 🚀 ünïcödé 中文字符 ٣٤٥ 一二三 ½ Ⅻ", "e\u0301 vs é (NFC composes the first)",
+    "\u00a0nbsp\u2009thin\u3000wide", "zero\u200bwidth \x1c\x1d\x1e\x1f controls \x00\x07", "emoji 👩‍💻🏳️‍🌈 ZWJ",
+    "<|im_end|> <|eot_id|> <|endoftext|> specials as text",
     "<|fim_prefix|>def f(x):<|fim_prefix|>", "say xyzzy", "```python\nclass ModelNew(nn.Module):\n    pass\n```\n",
 ]
 SPLIT = {  # the pre-tokenizer regexes of Qwen2 and Llama 3 (Llama 3 groups digits by up to three)
-    "qwen": r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""",
-    "llama3": r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""",
+    "qwen": r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"""
+            r"""| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""",
+    "llama3": r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"""
+              r"""| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""",
 }
 SPECIALS = {
     "qwen": ["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
@@ -60,9 +63,10 @@ def one_thread():
 
 def build_tokenizer(kind, folder):
     """A byte-level BPE of ~1000 ids trained on CORPUS, laid out as `kind`'s (Qwen2: NFC and its split,
-    a non-special added token; Qwen3: Qwen2's, <think> tokens, thinking in its template; Llama 3: its split, ignore_merges, BOS by the post-processor; GPT-2 style:
-    digits isolated, ByteLevel's own regex, no chat template), saved to folder/tokenizer.json and
-    tokenizer_config.json. Returns the tokenizers.Tokenizer, special tokens encoded as text."""
+    a non-special added token; Qwen3: Qwen2's, <think> tokens, thinking in its template; Llama 3: its
+    split, ignore_merges, BOS by the post-processor; GPT-2 style: digits isolated, ByteLevel's own regex,
+    no chat template), saved to folder/tokenizer.json and tokenizer_config.json. Returns the
+    tokenizers.Tokenizer, special tokens encoded as text."""
     tok = tokenizers.Tokenizer(models.BPE(ignore_merges=kind == "llama3"))
     if kind == "gpt2":
         tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True),
@@ -234,7 +238,8 @@ def test_strict_loading_names_the_problem(tmp_path):
     extra = {**weights, "model.layers.0.self_attn.rotary_emb.inv_freq": torch.ones(12)}
     fails(r"model\.layers\.0\.self_attn\.rotary_emb\.inv_freq unexpected", extra)
     fails(r"lm_head\.weight unexpected", {**weights, "lm_head.weight": weights["model.embed_tokens.weight"].clone()})
-    fails(r"12 tensor\(s\): model\.layers\.0\.self_attn\.k_norm\.weight is \(24,\), the config says \(32,\)", head_dim=32)
+    fails(r"12 tensor\(s\): model\.layers\.0\.self_attn\.k_norm\.weight is \(24,\), the config says \(32,\)",
+          head_dim=32)
     fails("architecture MistralForCausalLM", architectures=["MistralForCausalLM"])
     fails("rope_type yarn", rope_parameters={"rope_type": "yarn", "rope_theta": 1e6, "factor": 4.0})
     fails("use_sliding_window", use_sliding_window=True)
@@ -254,7 +259,8 @@ def test_saved_policy_loads_in_transformers_and_resumes(tmp_path, arch):
         mine = model.eval()(x)
         hf = transformers.AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32).eval()
         assert (hf(x).logits - mine).abs().max() < 1e-5
-    assert transformers.AutoTokenizer.from_pretrained(out)(CORPUS[3], add_special_tokens=False)["input_ids"] == tok.encode(CORPUS[3])
+    theirs = transformers.AutoTokenizer.from_pretrained(out)(CORPUS[3], add_special_tokens=False)["input_ids"]
+    assert theirs == tok.encode(CORPUS[3])
     loaded, tok2, meta = cudal1.load_checkpoint(out)
     assert loaded.config == model.config and meta["step"] == 3 and meta["settings"] == {"lr": 1e-2}
     assert all(torch.equal(a, b) for a, b in zip(loaded.state_dict().values(), model.state_dict().values()))
