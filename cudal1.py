@@ -12,11 +12,14 @@ Sections, top to bottom:
                    load_cuda(source): device code only (a cubin), launched by launcher.cu
     device         autodetect(): the run's device and compute dtype, decided once; autocast(),
                    sampling_model()
-    tokenizer      Tokenizer: byte-level BPE trained on our corpus, three special ids
-    model          Config, Transformer: Llama-style decoder (RMSNorm, RoPE, SwiGLU, SDPA), KVCache
+    tokenizer      Tokenizer: byte-level BPE trained on our corpus, three special ids;
+                   HFTokenizer: a pretrained model's tokenizer.json, with its chat format
+    model          Config, Transformer: Llama-style decoder (RMSNorm, RoPE, SwiGLU, SDPA), KVCache;
+                   Qwen2's q/k/v biases, Qwen3's q/k norms, Llama 3.1's RoPE scaling
     sampling       generate(): several prompts, many samples each, one batch with a KV cache;
                    answer_logprobs() for the RL loss
-    checkpoints    save_checkpoint / load_checkpoint: safetensors weights + config.json
+    checkpoints    save_checkpoint / load_checkpoint: safetensors weights + config.json, in our
+                   layout or Hugging Face's (Llama, Qwen2, Qwen3), which transformers loads
     held-out split held_out(task): the one definition of what no training input may touch
     prompts        plain_prompt, contrastive_prompt, format_answer, parse_answer
 """
@@ -37,6 +40,7 @@ import re
 import subprocess
 import sys
 import types
+import unicodedata
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass
 
@@ -378,6 +382,186 @@ class Tokenizer:
     def state(self):
         return {"merges": [list(m) for m in self.merges]}
 
+
+# ---- a pretrained checkpoint's tokenizer: tokenizer.json's byte-level BPE, read by hand
+#
+# Qwen2/2.5/3, Llama 3 and SmolLM ship GPT-2's byte-level BPE. Encoding: cut the text at added
+# tokens (each is one id), normalize the rest (Unicode NFC, or not at all), split it into pieces with
+# the pre-tokenizer's regexes, then merge each piece's UTF-8 bytes as Tokenizer does, the earliest
+# listed merge first. tokenizer.json spells each byte as a printable character (GPT-2's
+# bytes_to_unicode), so its vocab and merges are turned back into bytes once, on load.
+# As with our own specials, special tokens (<|im_end|>, <|eot_id|>, ...) come from the chat format
+# only, never from text: a task holding "<|im_end|>" cannot end an answer (tokenizers does the same
+# with encode_special_tokens=True; tests/test_hf.py holds us to it).
+
+# ByteLevel's own split (use_regex), GPT-2's
+GPT2_SPLIT = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+CHAT_FORMATS = {  # the first key a chat template holds names its format: (prompt, answer), each around its {}
+    "enable_thinking": ("<|im_start|>user\n{}<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n",
+                        "{}<|im_end|>"),  # Qwen3: ChatML with thinking off, as its template has it
+    "<|im_start|>": ("<|im_start|>user\n{}<|im_end|>\n<|im_start|>assistant\n", "{}<|im_end|>"),  # ChatML (Qwen2.5)
+    "<|start_header_id|>": ("<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\n{}<|eot_id|>"
+                            "<|start_header_id|>assistant<|end_header_id|>\n\n", "{}<|eot_id|>"),  # Llama 3
+}
+
+
+def byte_chars():
+    """{byte: the character tokenizer.json spells it with}: printable Latin-1 bytes stand for
+    themselves, the other 68 (controls, space, ...) for chr(256), chr(257), ... in byte order."""
+    keep = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    moved = [b for b in range(256) if b not in keep]
+    return {**{b: chr(b) for b in keep}, **{b: chr(256 + i) for i, b in enumerate(moved)}}
+
+
+def _isolate(pattern, text):
+    """text cut into the matches of `pattern` and the stretches between them (a Split that isolates)."""
+    out, pos = [], 0
+    for m in pattern.finditer(text):
+        out += [text[pos:m.start()], m[0]]
+        pos = m.end()
+    return [p for p in out + [text[pos:]] if p]
+
+
+def _pre_tokenizer(spec, regex):
+    """The regexes tokenizer.json's pre-tokenizer splits text with, in turn; raises, naming each part
+    of the tokenizer that is not byte-level BPE as Qwen and Llama 3 ship it."""
+    model, norm = spec["model"], (spec.get("normalizer") or {}).get("type")
+    pre = spec.get("pre_tokenizer") or {}
+    steps = (pre.get("pretokenizers") if pre.get("type") == "Sequence" else [pre]) or [{}]
+    problems = [what for what, bad in (
+        (f"model {model.get('type')}", model.get("type") != "BPE"),
+        ("byte_fallback (SentencePiece-style, as Llama 2's)", model.get("byte_fallback")),
+        ("dropout, subword prefix or suffix", any(model.get(k) for k in
+                                                  ("dropout", "continuing_subword_prefix", "end_of_word_suffix"))),
+        (f"normalizer {norm}", norm not in (None, "NFC")),
+        ("a pre-tokenizer that does not end with ByteLevel", steps[-1].get("type") != "ByteLevel"),
+        ("ByteLevel with add_prefix_space", steps[-1].get("add_prefix_space")),
+        ("added tokens with lstrip, rstrip or single_word", any(t.get(k) for t in spec.get("added_tokens", [])
+                                                             for k in ("lstrip", "rstrip", "single_word"))))
+        if bad]
+    splits = []
+    for p in steps[:-1]:
+        if p.get("type") == "Split" and p.get("behavior") == "Isolated" and not p.get("invert"):
+            splits.append(regex.compile(p["pattern"].get("Regex") or regex.escape(p["pattern"]["String"])))
+        elif p.get("type") == "Digits":
+            splits.append(regex.compile(r"\p{N}" if p.get("individual_digits") else r"\p{N}+"))
+        else:
+            problems.append(f"pre-tokenizer {json.dumps(p)[:60]}")
+    if steps[-1].get("use_regex", True):
+        splits.append(regex.compile(GPT2_SPLIT))
+    if problems:
+        raise ValueError(f"tokenizer.json is not byte-level BPE as cudal1 reads it: {'; '.join(problems)}")
+    return splits
+
+
+def _chat_format(spec, config):
+    """(prompt, answer) format strings: an instruct model's chat format (CHAT_FORMATS); a base model's
+    prompt as it is (BOS first where tokenizer.json's post-processor puts one), answer and end of text."""
+    template = config.get("chat_template")
+    if isinstance(template, list):  # several named templates
+        template = next((t["template"] for t in template if t["name"] == "default"), None)
+    if template:
+        fmt = next((f for key, f in CHAT_FORMATS.items() if key in template), None)
+        if fmt is None:
+            raise ValueError("tokenizer_config.json: a chat template that is neither ChatML nor Llama 3's")
+        return fmt
+    eos = config.get("eos_token")
+    post = spec.get("post_processor") or {}
+    first = [p["single"][0] for p in post.get("processors", [post]) if p.get("type") == "TemplateProcessing"]
+    bos = first[0]["SpecialToken"]["id"] if first and "SpecialToken" in first[0] else ""
+    return bos + "{}", "{}" + (eos.get("content") if isinstance(eos, dict) else eos or "")
+
+
+class HFTokenizer:
+    """A tokenizer.json's byte-level BPE behind Tokenizer's interface (encode, decode, encode_prompt,
+    encode_answer, end_id, vocab_size), with prompts and answers in the checkpoint's chat format.
+    files: tokenizer.json and, where present, tokenizer_config.json and generation_config.json, parsed;
+    save_checkpoint writes them back as they are."""
+
+    def __init__(self, files):
+        import regex  # \p{L} and \p{N}, which re lacks; only pretrained tokenizers need it
+        self.files = files
+        spec, model = files["tokenizer.json"], files["tokenizer.json"]["model"]
+        self.splits = _pre_tokenizer(spec, regex)  # applied in turn, each cutting the pieces of the last
+        self.nfc = (spec.get("normalizer") or {}).get("type") == "NFC"
+        self.ignore_merges = model.get("ignore_merges", False)
+        vocab, char_byte = model["vocab"], {c: b for b, c in byte_chars().items()}
+        missing = [b for b, c in byte_chars().items() if c not in vocab]
+        if missing:
+            raise ValueError(f"tokenizer.json: the vocab lacks byte(s) {missing[:8]}: not byte-level BPE")
+        self.byte_ids = [vocab[c] for _, c in sorted(byte_chars().items())]
+        self.vocab = {i: bytes(char_byte[c] for c in s) for s, i in vocab.items() if all(c in char_byte for c in s)}
+        self.ids = {b: i for i, b in self.vocab.items()}  # bytes -> id, of the BPE vocab alone
+        self.merges = {}  # (left id, right id) -> (rank, merged id): the lowest rank merges first
+        for rank, m in enumerate(model["merges"]):
+            a, b = m.split(" ") if isinstance(m, str) else m  # "a b" (older files) or ["a", "b"]
+            self.merges[vocab[a], vocab[b]] = (rank, vocab[a + b])
+        added = spec.get("added_tokens", [])
+        self.added = {t["content"]: t["id"] for t in added}
+        self.special = {t["id"] for t in added if t["special"]}  # markers: never from text, decode to nothing
+        self.vocab.update({t["id"]: t["content"].encode() for t in added})
+        self.vocab_size = max(self.vocab) + 1
+        alternation = lambda words: regex.compile(  # longest first: the leftmost-longest added token wins
+            "(" + ("|".join(regex.escape(w) for w in sorted(words, key=len, reverse=True)) or "(?!)") + ")")
+        self.text_added = alternation([t["content"] for t in added if not t["special"]])
+        self.all_added = alternation(self.added)
+        self._cache = {}
+        self.prompt_format, self.answer_format = _chat_format(spec, files.get("tokenizer_config.json", {}))
+        end = self.answer_format.replace("{}", "")
+        if end not in self.added:
+            raise ValueError(f"tokenizer.json: the answer's end {end!r} is not one of its added tokens")
+        self.end_id = self.added[end]  # the end of turn (or of text): stops sampling
+        unknown = [m for m in regex.findall(r"<\|\w+\|>", self.prompt_format) if m not in self.added]
+        if unknown:
+            raise ValueError(f"tokenizer.json: the chat format's {unknown[0]} is not one of its added tokens")
+
+    def _bpe(self, data):
+        if self.ignore_merges and data in self.ids:  # Llama 3: a piece that is a whole token is that token
+            return [self.ids[data]]
+        ids = [self.byte_ids[b] for b in data]
+        while len(ids) > 1:
+            pair = min(zip(ids, ids[1:]), key=lambda p: self.merges.get(p, (math.inf,))[0])
+            if pair not in self.merges:
+                break
+            ids = _merge(ids, pair, self.merges[pair][1])
+        return ids
+
+    def encode(self, text):
+        """ids of `text`; an added token in it is its id, unless it is special (then it is text)."""
+        ids = []
+        for i, part in enumerate(self.text_added.split(text)):  # odd parts: the added tokens
+            if i % 2:
+                ids.append(self.added[part])
+                continue
+            pieces = [unicodedata.normalize("NFC", part) if self.nfc else part]
+            for pattern in self.splits:
+                pieces = [q for p in pieces for q in _isolate(pattern, p)]
+            for p in pieces:
+                if p not in self._cache:
+                    self._cache[p] = self._bpe(p.encode())
+                ids.extend(self._cache[p])
+        return ids
+
+    def decode(self, ids):
+        """Text of `ids`; special tokens are markers and decode to nothing, as our own specials do."""
+        data = b"".join(self.vocab.get(i, b"") for i in ids if i not in self.special)
+        return data.decode("utf-8", errors="replace")
+
+    def _wrap(self, fmt, text):
+        """ids of the format string `fmt` with `text` in place of its {}: the format's special tokens
+        are ids, and `text` is encoded with the format's text beside it, as one stretch."""
+        ids = []
+        for i, part in enumerate(self.all_added.split(fmt)):
+            ids += [self.added[part]] if i % 2 else self.encode(part.replace("{}", text))
+        return ids
+
+    def encode_prompt(self, prompt):
+        """A prompt as the model sees it: the user's turn, and the opening of the assistant's."""
+        return self._wrap(self.prompt_format, prompt)
+
+    def encode_answer(self, answer):
+        return self._wrap(self.answer_format, answer)
+
 # -----------------------------------------------------------------------------
 # model
 #
@@ -397,12 +581,28 @@ class Config:
     n_hidden: int = 704  # SwiGLU width, ~8/3 n_embd as in Llama
     rope_theta: float = 10000.0
     norm_eps: float = 1e-5
+    # what pretrained checkpoints add (load_checkpoint reads them from a Hugging Face config.json);
+    # the defaults are our own model's
+    head_dim: int = 0  # 0: n_embd // n_head (Qwen3 sets its own)
+    qkv_bias: bool = False  # Qwen2: biases on q, k and v
+    qk_norm: bool = False  # Qwen3: RMSNorm over each head's q and k before RoPE
+    tie_embeddings: bool = False  # lm_head reuses embed_tokens' weight
+    rope_scaling: dict = None  # Llama 3.1's: LLAMA3_ROPE's four numbers
+    architecture: str = ""  # "": our own checkpoint layout; else the Hugging Face class, saved as that
 
 
 def rope_tables(cfg):
     """cos and sin of every (position, channel) angle: two (block_size, head_dim) tables."""
-    hd = cfg.n_embd // cfg.n_head
+    hd = cfg.head_dim or cfg.n_embd // cfg.n_head
     inv_freq = 1.0 / cfg.rope_theta ** (torch.arange(0, hd, 2, dtype=torch.float32) / hd)
+    if cfg.rope_scaling:
+        # Llama 3.1: wavelengths longer than the training context / low_freq_factor are stretched by
+        # `factor`, those shorter than it / high_freq_factor kept, the band between blended linearly
+        s = cfg.rope_scaling
+        old, lo, hi = s["original_max_position_embeddings"], s["low_freq_factor"], s["high_freq_factor"]
+        wavelen = 2 * math.pi / inv_freq
+        smooth = ((old / wavelen - lo) / (hi - lo)).clamp(0, 1)  # 0: stretch, 1: keep
+        inv_freq = (1 - smooth) * inv_freq / s["factor"] + smooth * inv_freq
     angles = torch.outer(torch.arange(cfg.block_size, dtype=torch.float32), inv_freq)
     angles = torch.cat((angles, angles), dim=-1)  # channel i and i + hd/2 share an angle
     return angles.cos(), angles.sin()
@@ -468,18 +668,24 @@ class KVCache:
 class Attention(nn.Module):
     def __init__(self, cfg, index):
         super().__init__()
-        assert cfg.n_embd % cfg.n_head == 0 and cfg.n_head % cfg.n_kv_head == 0
+        assert (cfg.head_dim or cfg.n_embd % cfg.n_head == 0) and cfg.n_head % cfg.n_kv_head == 0
         self.index = index
-        self.n_head, self.n_kv_head, self.hd = cfg.n_head, cfg.n_kv_head, cfg.n_embd // cfg.n_head
-        self.q_proj = nn.Linear(cfg.n_embd, cfg.n_head * self.hd, bias=False)
-        self.k_proj = nn.Linear(cfg.n_embd, cfg.n_kv_head * self.hd, bias=False)
-        self.v_proj = nn.Linear(cfg.n_embd, cfg.n_kv_head * self.hd, bias=False)
+        self.n_head, self.n_kv_head, self.hd = cfg.n_head, cfg.n_kv_head, cfg.head_dim or cfg.n_embd // cfg.n_head
+        self.q_proj = nn.Linear(cfg.n_embd, cfg.n_head * self.hd, bias=cfg.qkv_bias)
+        self.k_proj = nn.Linear(cfg.n_embd, cfg.n_kv_head * self.hd, bias=cfg.qkv_bias)
+        self.v_proj = nn.Linear(cfg.n_embd, cfg.n_kv_head * self.hd, bias=cfg.qkv_bias)
         self.o_proj = nn.Linear(cfg.n_head * self.hd, cfg.n_embd, bias=False)
+        if cfg.qk_norm:
+            self.q_norm = nn.RMSNorm(self.hd, eps=cfg.norm_eps)
+            self.k_norm = nn.RMSNorm(self.hd, eps=cfg.norm_eps)
 
     def forward(self, x, cos, sin, cache=None, mask=None):
         B, T, _ = x.shape
-        q = self.q_proj(x).view(B, T, self.n_head, self.hd).transpose(1, 2)  # (B, H, T, hd)
-        k = self.k_proj(x).view(B, T, self.n_kv_head, self.hd).transpose(1, 2)  # (B, Hkv, T, hd)
+        q = self.q_proj(x).view(B, T, self.n_head, self.hd)
+        k = self.k_proj(x).view(B, T, self.n_kv_head, self.hd)
+        if hasattr(self, "q_norm"):  # Qwen3
+            q, k = self.q_norm(q), self.k_norm(k)
+        q, k = q.transpose(1, 2), k.transpose(1, 2)  # (B, H, T, hd), (B, Hkv, T, hd)
         v = self.v_proj(x).view(B, T, self.n_kv_head, self.hd).transpose(1, 2)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         if cache is not None:
@@ -524,6 +730,8 @@ class Transformer(nn.Module):
             norm=nn.RMSNorm(cfg.n_embd, eps=cfg.norm_eps),
         ))
         self.lm_head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
+        if cfg.tie_embeddings:
+            self.lm_head.weight = self.model.embed_tokens.weight  # one tensor; state_dict names it twice
         cos, sin = rope_tables(cfg)
         self.register_buffer("cos", cos, persistent=False)  # recomputed, never saved
         self.register_buffer("sin", sin, persistent=False)
@@ -705,57 +913,132 @@ def answer_logprobs(model, prompt, answers, temperature=1.0, top_k=0, top_p=1.0)
 # -----------------------------------------------------------------------------
 # checkpoints
 #
-# A checkpoint is a folder: model.safetensors (weights, names as in the model), config.json
-# (model config, tokenizer merges, and whatever the run adds: settings, step, ...), and, to resume
-# training, optimizer.safetensors (the optimizer's tensors, its hyperparameters in config.json).
+# A checkpoint is a folder, in one of two layouts; load_checkpoint reads both, save_checkpoint writes
+# the one the model came from.
+#   ours (a policy trained from scratch): model.safetensors (names as in the model) and config.json
+#     (model config, tokenizer merges, and whatever the run adds: settings, step, ...)
+#   Hugging Face's (a pretrained policy): config.json naming LlamaForCausalLM, Qwen2ForCausalLM or
+#     Qwen3ForCausalLM, model.safetensors (or the shards model.safetensors.index.json lists),
+#     tokenizer.json (+ tokenizer_config.json, generation_config.json); our run's settings go to
+#     cudal1.json. A pretrained coder on disk loads as it is, and transformers loads what we trained.
+# To resume training, optimizer.safetensors holds the optimizer's tensors (its hyperparameters go
+# with the settings). Our module names are the Llama layout's tensor names, so loading either layout
+# is a strict name-for-name copy: every tensor used, none missing.
 
 FORMAT = "cudal1-v1"
+HF_ARCHITECTURES = {"LlamaForCausalLM": "llama", "Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3"}
+HF_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "generation_config.json")  # the last: carried
+LLAMA3_ROPE = ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")
+
+
+def config_from_hf(d):
+    """Our Config of a Hugging Face config.json (parsed); what our Transformer does not run raises, named."""
+    arch = (d.get("architectures") or ["none"])[0]
+    if arch not in HF_ARCHITECTURES:
+        raise ValueError(f"architecture {arch} is not one cudal1 runs ({', '.join(HF_ARCHITECTURES)})")
+    rope = d.get("rope_scaling") or d.get("rope_parameters") or {}  # transformers 4's spelling, then 5's
+    kind = rope.get("rope_type", rope.get("type", "default"))
+    for what, bad in ((f"rope_type {kind}", kind not in ("default", "llama3")),
+                      (f"hidden_act {d.get('hidden_act')}", d.get("hidden_act", "silu") != "silu"),
+                      ("attention_bias", d.get("attention_bias")), ("mlp_bias", d.get("mlp_bias")),
+                      ("use_sliding_window", d.get("use_sliding_window"))):
+        if bad:
+            raise ValueError(f"{arch} with {what} is not supported")
+    n_embd, n_head = d["hidden_size"], d["num_attention_heads"]
+    return Config(vocab_size=d["vocab_size"], block_size=d["max_position_embeddings"],
+                  n_layer=d["num_hidden_layers"], n_head=n_head, n_kv_head=d.get("num_key_value_heads") or n_head,
+                  n_embd=n_embd, n_hidden=d["intermediate_size"],
+                  rope_theta=d.get("rope_theta", rope.get("rope_theta", 10000.0)),
+                  norm_eps=d["rms_norm_eps"], head_dim=d.get("head_dim") or n_embd // n_head,
+                  qkv_bias=arch == "Qwen2ForCausalLM", qk_norm=arch == "Qwen3ForCausalLM",
+                  tie_embeddings=d.get("tie_word_embeddings", False),
+                  rope_scaling={k: rope[k] for k in LLAMA3_ROPE} if kind == "llama3" else None, architecture=arch)
+
+
+def hf_config(cfg):
+    """The config.json of a Config that came from one (config_from_hf's inverse), in transformers 4's
+    spelling, which 5 reads too. Weights are saved in float32, as the model trains."""
+    return dict(architectures=[cfg.architecture], model_type=HF_ARCHITECTURES[cfg.architecture],
+                vocab_size=cfg.vocab_size, hidden_size=cfg.n_embd, intermediate_size=cfg.n_hidden,
+                num_hidden_layers=cfg.n_layer, num_attention_heads=cfg.n_head, num_key_value_heads=cfg.n_kv_head,
+                head_dim=cfg.head_dim, max_position_embeddings=cfg.block_size, rope_theta=cfg.rope_theta,
+                rope_scaling=dict(rope_type="llama3", **cfg.rope_scaling) if cfg.rope_scaling else None,
+                rms_norm_eps=cfg.norm_eps, tie_word_embeddings=cfg.tie_embeddings, hidden_act="silu",
+                torch_dtype="float32")
+
+
+def _write(path, data):
+    """Write a dict as JSON, or tensors as safetensors, to `path` at once: a kill leaves the old file."""
+    if path.endswith(".json"):
+        with open(path + ".tmp", "w") as f:
+            json.dump(data, f, indent=1, ensure_ascii=False)
+    else:  # transformers reads only safetensors files marked as torch's
+        safetensors.torch.save_file(data, path + ".tmp", metadata={"format": "pt"})
+    os.replace(path + ".tmp", path)
 
 
 def save_checkpoint(path, model, tok, meta, optimizer=None):
+    """Write model, tokenizer, meta (the run's settings, step, ...) and the optimizer's state to the
+    folder `path`, in the layout the model came from (Config.architecture: Hugging Face's)."""
     os.makedirs(path, exist_ok=True)
-    weights = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
-    safetensors.torch.save_file(weights, os.path.join(path, "model.safetensors.tmp"))
-    os.replace(os.path.join(path, "model.safetensors.tmp"), os.path.join(path, "model.safetensors"))
-    info = {"format": FORMAT, "config": asdict(model.config), "tokenizer": tok.state(), **meta}
+    cfg = model.config
+    weights = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()
+               if not (cfg.tie_embeddings and k == "lm_head.weight")}  # a tied head is the embedding: saved once
+    _write(os.path.join(path, "model.safetensors"), weights)
+    info = dict(meta)
     if optimizer is not None:
         state = optimizer.state_dict()  # {"state": {param index: {name: tensor}}, "param_groups": [...]}
         tensors = {f"{i}.{k}": v.contiguous().cpu() for i, s in state["state"].items() for k, v in s.items()}
-        safetensors.torch.save_file(tensors, os.path.join(path, "optimizer.safetensors.tmp"))
-        os.replace(os.path.join(path, "optimizer.safetensors.tmp"), os.path.join(path, "optimizer.safetensors"))
+        _write(os.path.join(path, "optimizer.safetensors"), tensors)
         info["optimizer_groups"] = state["param_groups"]
-    with open(os.path.join(path, "config.json.tmp"), "w") as f:
-        json.dump(info, f, indent=1)
-    os.replace(os.path.join(path, "config.json.tmp"), os.path.join(path, "config.json"))
+    if cfg.architecture:
+        for name, data in tok.files.items():
+            _write(os.path.join(path, name), data)
+        _write(os.path.join(path, "cudal1.json"), info)
+        info = hf_config(cfg)
+    else:
+        info = {"format": FORMAT, "config": asdict(cfg), "tokenizer": tok.state(), **info}
+    _write(os.path.join(path, "config.json"), info)  # last: a folder with config.json is a whole checkpoint
 
 
 def load_checkpoint(path, device="cpu"):
-    """(model, tokenizer, meta) from a folder save_checkpoint wrote; strict: every tensor name and
-    shape must match the config. meta["optimizer"] is the optimizer's state_dict when one was saved."""
-    files = [os.path.join(path, f) for f in ("config.json", "model.safetensors")]
-    if not all(os.path.exists(f) for f in files):
-        raise FileNotFoundError(f"no checkpoint at {path}: expected config.json and model.safetensors "
-                                "there (train one with train_sft.py)")
-    with open(files[0]) as f:
+    """(model, tokenizer, meta) from a folder in either layout; strict: every tensor name and shape
+    must match the config. meta holds what the run saved (settings, step, ...; {} for a checkpoint
+    cudal1 did not write), and meta["optimizer"] the optimizer's state_dict when one was saved."""
+    if not os.path.exists(os.path.join(path, "config.json")):
+        raise FileNotFoundError(f"no checkpoint at {path}: expected config.json there (train one with "
+                                "train_sft.py, or give a Hugging Face model's folder)")
+    with open(os.path.join(path, "config.json")) as f:
         info = json.load(f)
-    if info.get("format") != FORMAT:
-        raise ValueError(f"{path}: not a {FORMAT} checkpoint (format {info.get('format')!r})")
-    try:
-        cfg = Config(**info.pop("config"))
-    except TypeError as e:
-        raise ValueError(f"{path}: config does not fit cudal1.Config: {e}") from None
-    tok = Tokenizer(info.pop("tokenizer")["merges"])
-    if tok.vocab_size != cfg.vocab_size:
+    if "architectures" in info:  # Hugging Face's layout
+        cfg = config_from_hf(info)
+        files = {}
+        for name in HF_TOKENIZER_FILES:
+            if os.path.exists(os.path.join(path, name)):
+                with open(os.path.join(path, name)) as f:
+                    files[name] = json.load(f)
+        if "tokenizer.json" not in files:
+            raise FileNotFoundError(f"{path}: no tokenizer.json (cudal1 reads byte-level BPE tokenizers only)")
+        tok = HFTokenizer(files)
+        info = {}
+        if os.path.exists(os.path.join(path, "cudal1.json")):
+            with open(os.path.join(path, "cudal1.json")) as f:
+                info = json.load(f)
+    elif info.get("format") != FORMAT:
+        raise ValueError(f"{path}: neither a {FORMAT} checkpoint nor a Hugging Face one "
+                         f"(format {info.get('format')!r})")
+    else:
+        try:
+            cfg = Config(**info.pop("config"))
+        except TypeError as e:
+            raise ValueError(f"{path}: config does not fit cudal1.Config: {e}") from None
+        tok = Tokenizer(info.pop("tokenizer")["merges"])
+        info.pop("format")
+    # a pretrained model may have more embedding rows than its tokenizer ids (Qwen2.5: 151936 for 151665)
+    if tok.vocab_size > cfg.vocab_size or (not cfg.architecture and tok.vocab_size != cfg.vocab_size):
         raise ValueError(f"{path}: tokenizer has {tok.vocab_size} ids but the model {cfg.vocab_size}")
     model = Transformer(cfg)
-    state = safetensors.torch.load_file(files[1])
-    want = {k: tuple(v.shape) for k, v in model.state_dict().items()}
-    have = {k: tuple(v.shape) for k, v in state.items()}
-    if want != have:
-        bad = sorted(k for k in want.keys() | have.keys() if want.get(k) != have.get(k))
-        raise ValueError(f"{path}: weights do not match the config at {len(bad)} tensors, e.g. "
-                         + ", ".join(f"{k} (want {want.get(k)}, have {have.get(k)})" for k in bad[:3]))
-    model.load_state_dict(state, strict=True)
+    _load_weights(model, _read_weights(path), path)
     model.to(device)
     groups = info.pop("optimizer_groups", None)
     opt_file = os.path.join(path, "optimizer.safetensors")
@@ -765,8 +1048,39 @@ def load_checkpoint(path, device="cpu"):
             i, k = name.split(".", 1)
             state.setdefault(int(i), {})[k] = t
         info["optimizer"] = {"state": state, "param_groups": groups}
-    info.pop("format")
     return model, tok, info
+
+
+def _read_weights(path):
+    """{name: tensor} of model.safetensors, or of every shard model.safetensors.index.json names."""
+    single, index = os.path.join(path, "model.safetensors"), os.path.join(path, "model.safetensors.index.json")
+    if os.path.exists(single):
+        return safetensors.torch.load_file(single)
+    if not os.path.exists(index):
+        raise FileNotFoundError(f"{path}: no model.safetensors nor model.safetensors.index.json")
+    with open(index) as f:
+        shards = sorted(set(json.load(f)["weight_map"].values()))
+    state = {}
+    for shard in shards:
+        state.update(safetensors.torch.load_file(os.path.join(path, shard)))
+    return state
+
+
+def _load_weights(model, state, path):
+    """Copy `state` into `model` (any dtype: bf16 checkpoints become the model's fp32); strict, and a
+    mismatch is one line naming the first tensors that are missing, unexpected or of another shape."""
+    tied = model.config.tie_embeddings
+    want = {k: tuple(v.shape) for k, v in model.state_dict().items() if not (tied and k == "lm_head.weight")}
+    have = {k: tuple(v.shape) for k, v in state.items()}
+    bad = sorted(k for k in want.keys() | have.keys() if want.get(k) != have.get(k))
+    if bad:
+        why = lambda k: (f"{k} missing" if k not in have else f"{k} unexpected" if k not in want else
+                         f"{k} is {have[k]}, the config says {want[k]}")
+        raise ValueError(f"{path}: weights do not match the config at {len(bad)} tensor(s): "
+                         + ", ".join(map(why, bad[:3])))
+    if tied:
+        state = {**state, "lm_head.weight": state["model.embed_tokens.weight"]}
+    model.load_state_dict(state, strict=True)
 
 # -----------------------------------------------------------------------------
 # the held-out split

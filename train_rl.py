@@ -44,7 +44,8 @@ import evaluate
 parser = argparse.ArgumentParser(description="cudal1 stage 3: contrastive RL from a stage-2 checkpoint",
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
 # ---- data
-parser.add_argument("--init", default="out/sft", help="checkpoint to start from (train_sft.py's --out); "
+parser.add_argument("--init", default="out/sft", help="checkpoint to start from (train_sft.py's --out, or a "
+                    "pretrained model's Hugging Face folder); "
                     "unused once --out holds a checkpoint of its own")
 parser.add_argument("--kernels", default="kernels", help="verified solutions: the tasks that 'all' means")
 parser.add_argument("--tasks", default="kernelbench", help="KernelBench tasks, level*/NAME.py")

@@ -29,6 +29,7 @@ too. At the end it judges greedy and sampled answers to --held-out-tasks held-ou
     torchrun --standalone --nproc_per_node=8 train_sft.py  # 8 GPUs: each rank its own batches and share of stage-2 tasks
     python train_sft.py --device cpu --steps 20 --num-samples 2 --out /tmp/sft   # a quick smoke run anywhere
     python train_sft.py --device cpu --generated 200 --out out/sft-gen  # the curriculum on the CPU (learns little there)
+    python train_sft.py --init ~/models/Qwen2.5-Coder-1.5B-Instruct --lr 1e-5  # a pretrained coder, lr not yet measured (make train INIT=)
 
 Everything goes to --out (out/sft): the checkpoint (model.safetensors, config.json with the
 settings, optimizer.safetensors), stage2.jsonl (one line of rates and speedups per round),
@@ -82,6 +83,9 @@ parser.add_argument("--held-out-tasks", type=int, default=-1, help="held-out gen
                     "answered greedily and --num-samples times at the end, judged; 0: no held-out evaluation; "
                     "-1: device default")
 # ---- model (a fresh run only: a resumed run keeps its checkpoint's; -1: device default)
+parser.add_argument("--init", default="", help="start from this checkpoint: a pretrained model's Hugging Face "
+                    "folder (Llama, Qwen2, Qwen3) or one of ours, with its tokenizer (the sizes below are then "
+                    "unused); empty: a fresh tokenizer and model")
 parser.add_argument("--n-layer", type=int, default=-1)
 parser.add_argument("--n-head", type=int, default=-1)
 parser.add_argument("--n-embd", type=int, default=-1)
@@ -311,7 +315,7 @@ else:
         f"{len(examples) - sum(map(len, measured.values()))} of {len(examples)} solutions have no 'ok' record "
         f"in {args.speedups}, so no prompt shows them and no contrastive pair answers with them")
 
-# ---- model: resume from --out, or a fresh tokenizer and model
+# ---- model: resume from --out, else start from --init, else a fresh tokenizer and model
 step, start_round = 0, 0
 if os.path.exists(os.path.join(args.out, "config.json")):
     try:
@@ -325,6 +329,10 @@ if os.path.exists(os.path.join(args.out, "config.json")):
                              "use another --out to start afresh")
     step, start_round = meta["step"], meta["round"]
     say(f"resumed {args.out}: stage-1 step {step}, stage-2 round {start_round}")
+elif args.init:  # its weights and tokenizer as they are; a fresh optimizer, from step 0
+    model, tok, _ = cudal1.load_checkpoint(args.init, device)
+    cfg, meta = model.config, {}
+    say(f"starting from {args.init}")
 else:
     # The tokenizer learns from every text the policy will see: prompts (all sampled tasks too) and answers.
     corpus = "".join(e["prompt"] + e["answer"] for e in examples)
