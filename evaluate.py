@@ -856,15 +856,23 @@ def judge_many(pairs, out=None, progress=False, command=None, **kw):
     return results[:len(pairs)]
 
 
+def _devices(device):
+    """Where pairs are measured: every visible GPU for 'cuda', else the one device named."""
+    if device == "cuda":
+        import torch  # counts through NVML where it can: no CUDA context in the judge's process
+        return [f"cuda:{k}" for k in range(max(1, torch.cuda.device_count()))]
+    return [device]
+
+
 class Slot:
     """One pair's worker as the scheduler sees it. phase: build -> queued (built, waiting for its turn
     on the GPU) -> run; deadline: when a build or run times out."""
 
-    def __init__(self, ctx, i, task, sol, opts):
-        self.i = i  # the pair's index
+    def __init__(self, ctx, i, task, sol, opts, device):
+        self.i, self.device = i, device  # the pair's index; the device it is built for and measured on
         self.secret = os.urandom(16).hex()  # a record must carry it: the solution never sees it
         self.conn, child = ctx.Pipe()
-        job = {**opts, "compile": opts["compile"] and sol is None}
+        job = {**opts, "device": device, "compile": opts["compile"] and sol is None}
         self.proc = ctx.Process(target=_worker_main, args=(child, task, sol, job, self.secret))  # not daemonic: may have children
         self.proc.start()
         child.close()
@@ -907,7 +915,8 @@ class Slot:
 
 class Scheduler:
     """judge_many's loop: start workers, hand the GPU to the next built one, wait, receive, reap
-    timeouts. One worker at a time holds the GPU. Waves: workers build side by side (nvcc, torch.compile:
+    timeouts. One worker at a time holds each GPU: with device 'cuda' every visible GPU measures
+    (CUDA_VISIBLE_DEVICES picks them), each worker built for the GPU with the fewest workers. Waves: workers build side by side (nvcc, torch.compile:
     CPU work), but none while anything is measured (on the H200 that inflated the timed worker's Python
     overhead and sync floor). overlap=True (a screen whose new bests are judged again in full) builds
     beside measuring, so the GPU does not wait for a wave's slowest build."""
@@ -915,6 +924,7 @@ class Scheduler:
     def __init__(self, files, results, opts, out, command):
         self.files, self.results, self.opts, self.out, self.command = files, results, opts, out, command
         self.env, self.ctx = environment(opts["device"]), _context()
+        self.devices = opts.get("devices") or _devices(opts["device"])
         self.slots = {}  # pair index -> Slot, for every worker alive
         self.queue = collections.deque()  # built workers waiting for the GPU, in the order they got ready
         self.counts, self.bar = collections.Counter(), None
@@ -943,15 +953,20 @@ class Scheduler:
             if skip:
                 self.record(i, {"status": "skipped", "message": skip}, time.time())
             else:
-                self.slots[i] = Slot(self.ctx, i, task, sol, self.opts)
+                device = min(self.devices, key=lambda d: sum(s.device == d for s in self.slots.values()))
+                self.slots[i] = Slot(self.ctx, i, task, sol, self.opts, device)
 
     def hand_gpu(self):
-        """The GPU to the first worker in the queue, if no one holds it (and, in waves, none builds)."""
-        phases = {s.phase for s in self.slots.values()}
-        if self.queue and "run" not in phases and (self.opts["overlap"] or "build" not in phases):
-            slot = self.queue.popleft()
-            slot.phase, slot.deadline = "run", time.time() + self.opts["timeout"]
-            slot.conn.send("go")  # the worker judges once it reads this word
+        """Each free GPU to the first worker in the queue built for it (in waves, only while none builds)."""
+        if not self.opts["overlap"] and any(s.phase == "build" for s in self.slots.values()):
+            return
+        busy = {s.device for s in self.slots.values() if s.phase == "run"}
+        for slot in [s for s in self.queue]:
+            if slot.device not in busy:
+                self.queue.remove(slot)
+                busy.add(slot.device)
+                slot.phase, slot.deadline = "run", time.time() + self.opts["timeout"]
+                slot.conn.send("go")  # the worker judges once it reads this word
 
     def wait(self):
         """(slot, pipe or process sentinel) for each that is ready, waiting at most until the nearest deadline."""
@@ -1230,7 +1245,8 @@ def main(argv=None):
     p.add_argument("--out", default="", help="results path without extension: writes .jsonl, .md, .json (empty: build/eval)")
     # ---- where
     p.add_argument("--gpu", default=None, help=f"{'|'.join(GPUS)}: checked against the GPU present (empty: no check)")
-    p.add_argument("--device", default=None, help="cuda, cuda:N or cpu (empty: cuda if an NVIDIA GPU is present)")
+    p.add_argument("--device", default=None, help="cuda (every visible GPU, one timed pair on each at a time), cuda:N or cpu "
+                   "(empty: cuda if an NVIDIA GPU is present)")
     p.add_argument("--jobs", type=int, default=None, help="worker processes at once (empty: the cores we may use, at most 16)")
     # ---- how
     p.add_argument("--compile", action="store_true", help="also time torch.compile (default mode) of the reference")

@@ -4,6 +4,7 @@ Every cheat here is written for one rule; all pairs go through one judge_many ca
 pays for one pool of workers, not one per test.
 """
 import collections
+import types
 import json
 import os
 import signal
@@ -670,3 +671,34 @@ def test_gpu_reference_as_its_own_solution_reads_1x(tasks):
                                **{**FAST, "device": "cuda", "iters": 1000, "min_iters": 200, "time_budget": 1.0})
     print([(round(r["speedup"], 3), round(r["ref_ms"], 4), round(r["floor_ms"], 4)) for r in recs])
     assert all(r["status"] == "ok" and 0.85 < r["speedup"] < 1 / 0.85 and r["floor_ms"] < r["ref_ms"] for r in recs)
+
+
+def test_each_gpu_measures_one_pair_at_a_time():
+    # two GPUs: the queue's first worker built for each free GPU gets it; a third waits for its own
+    class Conn:
+        def __init__(self):
+            self.sent = []
+
+        def send(self, word):
+            self.sent.append(word)
+
+    def slot(i, device, phase="queued"):
+        s = types.SimpleNamespace(i=i, device=device, phase=phase, conn=Conn(), deadline=0)
+        return s
+
+    sched = evaluate.Scheduler.__new__(evaluate.Scheduler)
+    sched.opts = dict(overlap=False, timeout=10)
+    a, b, c, d = slot(0, "cuda:0"), slot(1, "cuda:0"), slot(2, "cuda:1"), slot(3, "cuda:1", "build")
+    sched.slots, sched.queue = {s.i: s for s in (a, b, c, d)}, collections.deque([a, b, c])
+    sched.hand_gpu()  # in waves nothing is measured while d builds
+    assert [s.phase for s in (a, b, c)] == ["queued"] * 3
+    d.phase = "queued"
+    sched.queue.append(d)
+    sched.hand_gpu()
+    assert (a.phase, b.phase, c.phase, d.phase) == ("run", "queued", "run", "queued")
+    assert a.conn.sent == ["go"] and c.conn.sent == ["go"] and not b.conn.sent
+    assert list(sched.queue) == [b, d]
+    a.phase = "done"  # a's record is in: cuda:0 is free, cuda:1 still busy
+    sched.hand_gpu()
+    assert (b.phase, d.phase) == ("run", "queued")
+    assert evaluate._devices("cpu") == ["cpu"] and evaluate._devices("cuda:1") == ["cuda:1"]
