@@ -12,6 +12,7 @@ import safetensors.torch
 import torch
 
 import cudal1
+import cudal1_hf
 
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
@@ -105,7 +106,7 @@ def build_tokenizer(kind, folder):
 
 def ours(folder):
     files = {n: json.load(open(os.path.join(folder, n))) for n in ("tokenizer.json", "tokenizer_config.json")}
-    return cudal1.HFTokenizer(files)
+    return cudal1_hf.HFTokenizer(files)
 
 
 @pytest.mark.parametrize("kind", ["qwen", "qwen3", "llama3", "gpt2"])
@@ -147,7 +148,7 @@ def test_tokenizer_refuses_what_it_cannot_read(tmp_path):
         s, c = json.loads(json.dumps(spec)), dict(config)
         edit(s, c)
         with pytest.raises(ValueError, match=named):
-            cudal1.HFTokenizer({"tokenizer.json": s, "tokenizer_config.json": c})
+            cudal1_hf.HFTokenizer({"tokenizer.json": s, "tokenizer_config.json": c})
 
 
 # ---- models
