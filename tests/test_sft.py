@@ -151,3 +151,28 @@ def test_teacher_speedups_reach_generated_solutions_by_name(tmp_path):
     assert cudal1.solution_name("out/sft/generated/solutions/levelG/7_Gemm_ReLU.fuse_epilogue.py") in got
     assert cudal1.solution_name(os.path.join(ROOT, "kernels", "level1", "19_ReLU.py")) == "kernels/level1/19_ReLU.py"
     assert cudal1.measured_speedups(f"{tmp_path}/missing.jsonl") is None
+
+
+def test_two_gloo_ranks_train_and_report_as_one(tmp_path):
+    # torchrun with two CPU ranks (gloo): stage 1 on each rank's own batches, one stage-2 round whose
+    # tasks are split over the ranks and whose answers are gathered: one report, every task's
+    # answers in it, the same form as a one-rank run
+    (tmp_path / "kernels" / "level1").mkdir(parents=True)
+    (tmp_path / "kernels" / "level1" / "19_ReLU.py").write_text(RELU)
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+           os.path.join(ROOT, "train_sft.py"), "--kernels", str(tmp_path / "kernels"),
+           "--tasks", os.path.join(ROOT, "kernelbench"), "--kinds", "pytorch", "--out", str(out), "--device", "cpu",
+           "--n-layer", "1", "--n-head", "2", "--n-embd", "32", "--block-size", "2048", "--vocab-size", "259",
+           "--steps", "4", "--rounds", "1", "--round-steps", "2", "--num-samples", "1", "--max-new-tokens", "16",
+           "--sample-tasks", "level1/19_ReLU.py,level1/20_LeakyReLU.py", "--speedups", "nothing.jsonl",
+           "--judge-jobs", "1"]
+    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    report = json.load(open(out / "report.json"))
+    assert report["world"] == 2 and report["stage1"]["steps"] == 4
+    final = [r for r in report["stage2"] if r["final"]]
+    assert len(report["stage2"]) == 2 and final and final[0]["answers"] == 2  # one per task, from both ranks
+    answers = [json.loads(line) for line in open(out / "answers-round1.jsonl")]
+    assert sorted(os.path.basename(a["task"]) for a in answers) == ["19_ReLU.py", "20_LeakyReLU.py"]
