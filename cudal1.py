@@ -1128,6 +1128,20 @@ def parse_answer(text):
 
 
 REWARD_FAIL = -2.0       # any answer that is not a correct ModelNew: parse, build, run, check or cheat
+# The teacher's moves as they show in an answer's code (kernelbench/teacher.py writes each with its
+# own idiom), to count answers that compose two or more: a fused CUDA epilogue, a folded() weight or
+# bias (any fold), an addcmul for merged affine ops, torch.full for a constant output. Dropping a
+# no-op or moving an op before a reduction leaves no mark of its own, so those are not counted: the
+# share undercounts composition.
+MOVE_MARKS = {"fuse_epilogue": ("load_cuda(", "__global__"), "fold": ("def folded(",),
+              "merge_affine": ("torch.addcmul(",), "constant_output": ("torch.full(",)}
+
+
+def moves_shown(code):
+    """The moves (MOVE_MARKS) whose marks an answer's code holds."""
+    return {m for m, marks in MOVE_MARKS.items() if any(k in code for k in marks)}
+
+
 REWARD_MIN, REWARD_MAX = -1.0, 3.0  # log2 speedup is clipped to [0.5x, 8x] for correct answers
 
 

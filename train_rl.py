@@ -497,6 +497,7 @@ while step < args.steps:
     line = dict(step=step, reward_mean=statistics.mean(rewards), reward_max=max(rewards), loss=loss,
                 stopped=sum(a["stopped"] for a in answers) / n, parsed=parsed, compiled=compiled, correct=correct,
                 copied=copied, known=sum(a["known"] for a in answers) / n,
+                composed=sum(len(cudal1.moves_shown(a["source"])) >= 2 for a in good) / max(1, len(good)),
                 exemplars=statistics.mean(shown) if shown else 0, best=best, rejudged=len(rejudged),
                 statuses=dict(Counter(r["status"] for r in recs)),
                 rejects=dict(Counter(r["message"] for r in recs if r["status"] == "parse_error").most_common(3)),

@@ -111,8 +111,16 @@ md = [f"# Contrastive vs plain RL ({env.get('gpu', '?')})", "",
       f"- commit {env.get('commit', '?')}, GPU {env.get('gpu', '?')}, driver {env.get('driver', '?')}, "
       f"torch {env.get('torch', '?')}, tolerance {tolerance}",
       f"- compared over the first {steps} steps (the fewer any run reached)", "",
-      "| run | answers | parse | compile | correct | copies of a seed | reward, first half | reward, second half | exemplars shown |",
-      "|---|---|---|---|---|---|---|---|---|"]
+      "| run | answers | parse | compile | correct | copies of a seed | reward, first half | reward, second half | "
+      "composing 2+ moves, first half -> second half | exemplars shown |",
+      "|---|---|---|---|---|---|---|---|---|---|"]
+def composed(log, n):
+    """Of the correct answers of these steps, the share whose code shows two or more of the teacher's
+    moves (cudal1.moves_shown); 0 for logs written before it was counted."""
+    good = [l["correct"] * m for l, m in zip(log, n)]
+    return sum(l.get("composed", 0) * g for l, g in zip(log, good)) / max(1, sum(good))
+
+
 for r in runs:
     log = r["log"][:steps]
     n = [sum(l["statuses"].values()) for l in log]
@@ -126,6 +134,7 @@ for r in runs:
               f"{copies:.0%} | "
               f"{statistics.mean(l['reward_mean'] for l in log[:half]):+.2f} | "
               f"{statistics.mean(l['reward_mean'] for l in log[half:] or log):+.2f} | "
+              f"{composed(log[:half], n[:half]):.0%} -> {composed(log[half:] or log, n[half:] or n):.0%} | "
               f"{statistics.mean(l['exemplars'] for l in log):.1f} |")
 md += ["", "Reward: clip(log2 speedup, -1, 3) for a correct answer, -2 for any failure (cudal1.reward).", "",
        "```text", chart({arm: [statistics.mean(r["log"][i]["reward_mean"] for r in runs if r["arm"] == arm)
@@ -152,6 +161,8 @@ if held:  # the split no training input touches, measured before the first updat
             f"Held-out {groups[0]} tasks: geomean speedup against RL step", "geomean vs eager", picture)
         md += ["", f"![held-out geomean against RL step]({os.path.basename(picture)})", ""]
 md += ["Copies of a seed: correct answers whose code is a seeded kernels/ solution's, measured again. "
+       "Composing 2+ moves: correct answers whose code shows two or more of the teacher's moves by their "
+       "idioms (cudal1.MOVE_MARKS; dropped no-ops and reordered reductions leave no mark, so it undercounts). "
        "Best speedup each run found per task counts its own code only (correct, unlike the reference "
        "and every seed; judged by evaluate.judge_many; a run's best is its fastest measurement, so treat "
        "it as optimistic until `make eval` repeats it); the seeds' best is the library's measurement:", "",

@@ -242,3 +242,19 @@ def test_cli_writes_held_out_tasks_only_when_asked(tmp_path, monkeypatch, capsys
         stems = {t.stem for t in tasks}
         assert all(s.name.split(".")[0] in stems for s in (out / "solutions" / "levelG").glob("*.py"))
     assert {t.stem.split("_")[0] for t in (tmp_path / "held_out" / "tasks" / "levelG").glob("*.py")} == {"4", "32"}
+
+
+def test_each_teacher_solution_shows_its_own_move_and_no_other():
+    # cudal1.moves_shown reads the teacher's idioms: a one-move solution shows that move (drop_noop
+    # and reduce_first leave no mark), so an answer showing two composes them
+    mark = {"fuse_epilogue": {"fuse_epilogue"}, "merge_affine": {"merge_affine"}, "constant_output": {"constant_output"},
+            "fold_scale_into_weights": {"fold"}, "fold_bias": {"fold"}, "fold_reduction": {"fold"},
+            "drop_noop": set(), "reduce_first": set()}
+    seen = set()
+    for seed in range(200):
+        name, source, meta = gen.generate(seed, "gpu")
+        for move, sol in teacher.solutions(source, meta):
+            assert cudal1.moves_shown(cudal1.solution_code(sol)) == mark[move], (name, move)
+            seen.add(move)
+    assert seen == set(mark)
+    assert cudal1.moves_shown("def folded(self): ...\n_k = cudal1.load_cuda(SRC)\n") == {"fold", "fuse_epilogue"}
