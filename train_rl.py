@@ -426,46 +426,34 @@ def save():
                                                       "init": args.init}, optimizer)
 
 
-# ---- the loop: sample -> judge -> reward -> advantage -> step -> bank
-t_start = time.time()
-held_at = -1  # the step the split was last measured at
-while step < args.steps:
-    if held_groups and step % args.held_out_every == 0:
-        log_held_out(step)
-        held_at = step
-    t0 = time.time()
+def sample(step):
+    """This rank's share of the step's tasks, G answers to each task's prompt, decoded together in
+    one batch: groups (task, prompt ids, rows of answer ids, exemplars shown)."""
     rng = random.Random(f"{args.seed}-{step}-{rank}")  # exemplar draws
     gen = torch.Generator(device).manual_seed(args.seed * 1_000_003 + step * 1000 + rank)
     mine = step_tasks(step)[rank::world]
     prompts = [make_prompt(task, rng) for task in mine]  # (ids, exemplars shown) per task
-    # every task of the step in one batch: G rows per task, decoding together
     rows = cudal1.generate(cudal1.sampling_model(model, dtype), [ids for ids, _ in prompts], G,
                            args.max_new_tokens or cfg.block_size, args.temperature, args.top_k, args.top_p,
                            gen, tok.end_id, bool(args.cuda_graphs)) if prompts else []  # a rank may have no task this step
-    groups = [dict(task=task, prompt=ids, rows=r, shown=shown) for task, (ids, shown), r in zip(mine, prompts, rows)]
-    t1 = time.time()
-    answers, rejudged = judge(groups)
-    t2 = time.time()
-    rewards = [cudal1.reward(a["record"]) for a in answers]  # G consecutive answers per group
-    known_code = {t: bank.sources(key[t]) for t in mine}  # the bank before this step: no advantage for it
-    known = [a["source"] is not None and cudal1.same_code(a["source"]) in known_code[a["task"]] for a in answers]
-    adv = cudal1.group_advantages(rewards, G, args.adv_clip, args.std_floor, known)
-    loss = policy_step(groups, adv)
-    t3 = time.time()
+    return [dict(task=task, prompt=ids, rows=r, shown=shown) for task, (ids, shown), r in zip(mine, prompts, rows)]
 
-    # ---- every rank's answers to every rank: the bank stays identical everywhere; rank 0 writes
-    for a, r, k in zip(answers, rewards, known):
-        a["reward"], a["known"] = r, k
-    shown = [g["shown"] for g in groups]
-    if ddp:
-        parts = [None] * world
-        dist.all_gather_object(parts, (answers, rejudged, shown))
-        answers = [a for p in parts for a in p[0]]
-        rejudged = [s for p in parts for s in p[1]]
-        shown = [n for p in parts for n in p[2]]
+
+def share(answers, rejudged, shown):
+    """Every rank's answers, re-judgements and exemplar counts, on every rank."""
+    if not ddp:
+        return answers, rejudged, shown
+    parts = [None] * world
+    dist.all_gather_object(parts, (answers, rejudged, shown))
+    return [a for p in parts for a in p[0]], [s for p in parts for s in p[1]], [n for p in parts for n in p[2]]
+
+
+def update_bank(answers, step):
+    """Every parsed answer into the bank, identically on every rank (checked); a task's new best --
+    code the bank had not seen, faster than everything it had; the same code measured again (noise)
+    never is -- lands in candidates/."""
     best_before = {t: bank.best(key[t]) for t in set(a["task"] for a in answers)}
     seen = {t: bank.sources(key[t]) for t in best_before}
-    given = {t: bank.sources(key[t], given=True) for t in best_before}
     for a in answers:
         if a["source"] is not None:
             bank.add(key[a["task"]], a["source"], a["record"], step)
@@ -475,24 +463,26 @@ while step < args.steps:
         if len(set(digests)) > 1:
             raise SystemExit(f"step {step}: the exemplar bank differs between ranks ({digests})")
     for t, before in best_before.items():
-        # a candidate is code the bank had not seen, faster than everything it had: the same code
-        # measured again (noise) never is
         mine = [a for a in answers if a["task"] == t and a["record"]["correct"] and a["record"]["speedup"]
                 and cudal1.same_code(a["source"]) not in seen[t]]
         new = max(mine, key=lambda a: a["record"]["speedup"], default=None)
         if master and new and (before is None or new["record"]["speedup"] > before["record"]["speedup"]):
             write_candidate(new, step)
 
-    # ---- one line per step, and the same numbers in log.jsonl
+
+def log_step(step, answers, rejudged, shown, loss, times):
+    """One line per step on screen, the same numbers in log.jsonl; every answer in answers.jsonl."""
+    t0, t1, t2, t3 = times
     n = len(answers)
     recs = [a["record"] for a in answers]
     rewards = [a["reward"] for a in answers]
     parsed = sum(a["source"] is not None for a in answers) / n
     compiled = sum(r["status"] not in ("parse_error", "compile_error", "skipped") for r in recs) / n
     correct = sum(bool(r["correct"]) for r in recs) / n
-    # best found by RL so far: its own code only (a copy of a seeded kernels/ solution is not counted)
+    # best found by RL so far: its own code only (a copy of a seeded solution is not counted)
     best = {key[t]: max((e["record"]["speedup"] for e in bank.found(key[t])), default=None) for t in tasks}
     good = [a for a in answers if a["record"]["correct"]]
+    given = {t: bank.sources(key[t], given=True) for t in set(a["task"] for a in good)}  # the seeds' code
     copied = sum(cudal1.same_code(a["source"]) in given[a["task"]] for a in good) / max(1, len(good))
     line = dict(step=step, reward_mean=statistics.mean(rewards), reward_max=max(rewards), loss=loss,
                 stopped=sum(a["stopped"] for a in answers) / n, parsed=parsed, compiled=compiled, correct=correct,
@@ -519,6 +509,31 @@ while step < args.steps:
         if rejudged:
             with open(os.path.join(args.out, "rejudged.jsonl"), "a") as f:
                 f.writelines(json.dumps(s) + "\n" for s in rejudged)
+
+
+# ---- the loop: sample -> judge -> reward -> advantage -> step -> bank
+t_start = time.time()
+held_at = -1  # the step the split was last measured at
+while step < args.steps:
+    if held_groups and step % args.held_out_every == 0:
+        log_held_out(step)
+        held_at = step
+    t0 = time.time()
+    groups = sample(step)
+    t1 = time.time()
+    answers, rejudged = judge(groups)
+    t2 = time.time()
+    rewards = [cudal1.reward(a["record"]) for a in answers]  # G consecutive answers per group
+    known_code = {g["task"]: bank.sources(key[g["task"]]) for g in groups}  # the bank before this step
+    known = [a["source"] is not None and cudal1.same_code(a["source"]) in known_code[a["task"]] for a in answers]
+    adv = cudal1.group_advantages(rewards, G, args.adv_clip, args.std_floor, known)  # known code earns none
+    loss = policy_step(groups, adv)
+    t3 = time.time()
+    for a, r, k in zip(answers, rewards, known):
+        a["reward"], a["known"] = r, k
+    answers, rejudged, shown = share(answers, rejudged, [g["shown"] for g in groups])
+    update_bank(answers, step)
+    log_step(step, answers, rejudged, shown, loss, (t0, t1, t2, t3))
 
     # ---- save; stop at the time limit (rank 0's clock decides for everyone)
     step += 1
