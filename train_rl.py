@@ -83,8 +83,8 @@ parser.add_argument("--clip-eps", type=float, default=0.0, help="PPO ratio clip;
 parser.add_argument("--kl-coef", type=float, default=0.0, help="k3 KL penalty to the --init policy; 0: off")
 # ---- optimization
 parser.add_argument("--steps", type=int, default=-1, help="RL steps in all, a resumed run included; -1: device default")
-parser.add_argument("--time-limit", type=float, default=-1, help="minutes; stop and save after the step that passes "
-                    "it; 0: none; -1: device default")
+parser.add_argument("--time-limit", type=float, default=-1, help="minutes of RL steps (held-out evaluations not "
+                    "counted); stop and save after the step that passes it; 0: none; -1: device default")
 parser.add_argument("--lr", type=float, default=-1, help="constant learning rate; -1: device default")
 parser.add_argument("--weight-decay", type=float, default=0.0)
 parser.add_argument("--grad-clip", type=float, default=1.0, help="max gradient norm; 0: off")
@@ -306,6 +306,7 @@ def log_held_out(step):
     say(f"held-out at step {step}: " + " | ".join(f"{g} {s['tasks']} tasks: correct {s['correct']:.0%}, geomean "
                                                   f"{s['geomean']:.2f}x" for g, s in stats.items())
         + f" ({time.time() - t0:.0f}s)")
+    return time.time() - t0
 
 
 def step_tasks(step):
@@ -516,7 +517,7 @@ t_start = time.time()
 held_at = -1  # the step the split was last measured at
 while step < args.steps:
     if held_groups and step % args.held_out_every == 0:
-        log_held_out(step)
+        t_start += log_held_out(step)  # measuring is not training: --time-limit counts the steps alone
         held_at = step
     t0 = time.time()
     groups = sample(step)

@@ -57,8 +57,11 @@ print(','.join(s for _, s in best.values()))")
             kernelbench/level1/19_ReLU.py kernels/level1/19_ReLU.py kernelbench/level1/48_Mean_reduction_over_a_dimension.py \
             kernels/level1/48_Mean_reduction_over_a_dimension.py > results/h200-launch-overhead.md 2>&1; cat results/h200-launch-overhead.md ;;
     sft) timeout "${BUDGET:-300}" make -s sft SFT_FLAGS="${SFT_FLAGS:-}" 2>&1 | tail -30 ;;
-    ablation)  # issue 15's experiment from out/sft: both arms for each of SEEDS (default 1 2 3), held-out picture
-          timeout "${BUDGET:-540}" make -s rl-ablation GPU=h200 SEEDS="${SEEDS:-1 2 3}" ABLATION_MINUTES="${ABLATION_MINUTES:-1.2}" 2>&1 | tail -30 ;;
+    ablation)  # issue 15's experiment from out/sft, both arms for each of SEEDS; a seed's two runs are ~2 x
+               # (ABLATION_MINUTES + two held-out evaluations, not yet timed): one seed per call, then ablation-report
+          timeout "${BUDGET:-540}" make -s rl-ablation GPU=h200 SEEDS="${SEEDS:-1}" ABLATION_MINUTES="${ABLATION_MINUTES:-1.5}" 2>&1 | tail -30 ;;
+    ablation-report)  # every seed's runs under out/ in one report and picture -> results/train-h200.{md,svg}
+          python3 bench/rl_report.py $(ls -d out/rl-contrastive-s* out/rl-plain-s*) --out results/train-h200.md 2>&1 | tail -30 ;;
     curriculum)  # issue 14: stages 1-2 on the curriculum default, the held-out line -> results/curriculum-h200.{md,json}
           timeout "${BUDGET:-540}" python3 train_sft.py --out out/sft --report results/curriculum-h200 ${SFT_FLAGS:-} 2>&1 | tail -30 ;;
     train) make -s train 2>&1 | tail -40 ;;
