@@ -135,14 +135,13 @@ args = parser.parse_args()
 # 200 steps (on all 18 CPU-runnable solutions it stays near loss 0.9 and no sample parses; at 150
 # steps, loss 0.016, a quarter of its plain answers parsed), then one round on 3 small level-1
 # tasks whose references take milliseconds there; its block of 3072 holds a contrastive prompt
-# showing the reference and a solution beside a 1280-token answer. GPU: a ~90M model on every
-# solution at ~25k tokens per step, and stage 2 on the 8 level-1 tasks of the judge's first slice.
-# Its block of 8192 tokens holds a contrastive prompt (the task, the reference and two solutions of
+# showing the reference and a solution beside a 1280-token answer. GPU: stage 2 on the 8 level-1
+# tasks of the judge's first slice (plus 8 generated ones per round). Its block of 8192 tokens holds a contrastive prompt (the task, the reference and two solutions of
 # up to ~2600 tokens each) and still leaves 3072 tokens for the answer (at 4096 only 512 were kept
 # free, and the H200's stage 2 parsed 0-12% of its contrastive answers against 56-88% of its plain
 # ones). Decoding replays a CUDA graph per token: 2.0-2.8 ms a step against 52-63 ms eagerly, same
 # greedy answers (results/h200-sample-speed.md).
-# The GPU default is the curriculum (issue 14): ~27M parameters (a 54 MB bf16 checkpoint, small
+# The GPU model is the curriculum's (issue 14): ~27M parameters (a 54 MB bf16 checkpoint, small
 # enough to keep between device calls) on the library and the teacher's solutions of 3000 generated
 # tasks (~3800 files: ~1.3 moves per task), ~5 passes over them in 1500 steps, then stage 2 and the
 # held-out line: 32 generated tasks and the 20 KernelBench level-2 ones. Not yet measured on a GPU:
