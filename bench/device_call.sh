@@ -62,6 +62,10 @@ print(','.join(s for _, s in best.values()))")
           timeout "${BUDGET:-540}" make -s rl-ablation GPU=h200 SEEDS="${SEEDS:-1}" ABLATION_MINUTES="${ABLATION_MINUTES:-1.5}" 2>&1 | tail -30 ;;
     ablation-report)  # every seed's runs under out/ in one report and picture -> results/train-h200.{md,svg}
           python3 bench/rl_report.py $(ls -d out/rl-contrastive-s* out/rl-plain-s*) --out results/train-h200.md 2>&1 | tail -30 ;;
+    carry-sft)  # out/sft's weights in bf16 parts under $OUT/sft, to bring back here (the tool returns <= 16 MiB a file)
+          python3 bench/carry_checkpoint.py pack out/sft "$OUT/sft" ;;
+    uncarry-sft)  # a carried checkpoint (copied into carried/sft here, passed with carry=["carried"]) back to out/sft
+          python3 bench/carry_checkpoint.py unpack carried/sft out/sft ;;
     curriculum)  # issue 14: stages 1-2 on the curriculum default, the held-out line -> results/curriculum-h200.{md,json}
           timeout "${BUDGET:-540}" python3 train_sft.py --out out/sft --report results/curriculum-h200 ${SFT_FLAGS:-} 2>&1 | tail -30 ;;
     train) make -s train 2>&1 | tail -40 ;;

@@ -293,3 +293,25 @@ def test_fit_prompt_drops_the_slowest_exemplar_first_then_falls_back_to_plain():
     assert kept == shown[1:] and len(ids) == fast
     assert cudal1.fit_prompt(tok, task, "CPU", shown, 10, fast + 9) == (plain, [])
     assert cudal1.fit_prompt(tok, task, "CPU", [], 10, 1) == (plain, [])
+
+
+def test_a_checkpoint_carried_in_bf16_parts_loads_as_it_was_sampled(tmp_path, monkeypatch):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("carry", os.path.join(ROOT, "bench", "carry_checkpoint.py"))
+    carry = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(carry)
+    tok = cudal1.Tokenizer()
+    cfg = cudal1.Config(vocab_size=tok.vocab_size, block_size=64, n_layer=2, n_head=2, n_kv_head=2, n_embd=32, n_hidden=64)
+    torch.manual_seed(0)
+    model = cudal1.Transformer(cfg)
+    cudal1.save_checkpoint(str(tmp_path / "ckpt"), model, tok, {"step": 7, "round": 1},
+                           torch.optim.AdamW(model.parameters()))
+    monkeypatch.setattr(carry, "PART", 10_000)  # several parts from a small model
+    assert carry.main(["pack", str(tmp_path / "ckpt"), str(tmp_path / "out")]) == 0
+    parts = sorted(os.listdir(tmp_path / "out"))
+    assert len([p for p in parts if p.startswith("model.bf16.part")]) > 2 and "optimizer.safetensors" not in parts
+    assert carry.main(["unpack", str(tmp_path / "out"), str(tmp_path / "back")]) == 0
+    back, tok2, meta = cudal1.load_checkpoint(str(tmp_path / "back"))
+    assert meta["step"] == 7 and tok2.encode("x = 1") == tok.encode("x = 1")
+    for (name, a), (_, b) in zip(model.state_dict().items(), back.state_dict().items()):
+        assert torch.equal(a.to(torch.bfloat16).float(), b), name
