@@ -28,7 +28,7 @@ too. At the end it judges greedy and sampled answers to --held-out-tasks held-ou
     python train_sft.py                                    # one GPU: ~27M params on kernels/ + 3000 generated tasks, 1 round, the held-out line
     torchrun --standalone --nproc_per_node=8 train_sft.py  # 8 GPUs: each rank its own batches and share of stage-2 tasks
     python train_sft.py --device cpu --steps 20 --num-samples 2 --out /tmp/sft   # a quick smoke run anywhere
-    python train_sft.py --device cpu --generated 200 --out out/sft-gen  # the curriculum on the CPU (learns little there)
+    python train_sft.py --device cpu --generated 200 --out out/sft-gen  # the curriculum on the CPU (format, not yet correct answers)
     python train_sft.py --init ~/models/Qwen2.5-Coder-1.5B-Instruct --lr 1e-5  # a pretrained coder, lr not yet measured (make train INIT=)
 
 Everything goes to --out (out/sft): the checkpoint (model.safetensors, config.json with the
@@ -145,10 +145,10 @@ args = parser.parse_args()
 # enough to keep between device calls) on the library and the teacher's solutions of 3000 generated
 # tasks (~3800 files: ~1.3 moves per task), ~5 passes over them in 1500 steps, then stage 2 and the
 # held-out line: 32 generated tasks and the 20 KernelBench level-2 ones. Not yet measured on a GPU:
-# its speed, MFU and held-out numbers are the next H200 run's to report. On the CPU the small model
-# learns nothing transferable from them in minutes (1.1M parameters, 200 steps on 138 tasks' 186
-# files: loss 0.7, none of 16 held-out tasks' answers parsed; 3.7M was at loss 1.1 after 70 steps,
-# 40 min on a shared 2-core machine), so the CPU default stays the 3 C++ files.
+# its speed, MFU and held-out numbers are the next H200 run's to report. On the CPU a small model
+# learns the teacher's format from them but not to fit it to the task in the prompt (1.1M
+# parameters, 200 steps: no held-out answer parsed; 3.7M, 600 steps, ~28 min: 56-73% parsed, none
+# correct, results/curriculum-cpu-probe.md), so the CPU default stays the 3 C++ files.
 FIRST_SLICE = ("19_ReLU", "20_LeakyReLU", "21_Sigmoid", "23_Softmax", "40_LayerNorm",
                "47_Sum_reduction_over_a_dimension", "97_CosineSimilarityLoss", "12_Matmul_with_diagonal_matrices_")
 DEFAULTS = {
