@@ -678,7 +678,9 @@ class Worker:
         if self.new is not None:
             for k in range(trials - trials // 2):  # half the trials before timing...
                 self.checked_trial(k)
+        t = time.time()
         times = self.timed_rounds()
+        rec["rounds_s"] = round(time.time() - t, 3)  # the timed rounds' wall time; the rest of run_s is checking
         if self.new is not None:
             for k in range(trials - trials // 2, trials):  # ...and half after: no honest-then-lazy
                 self.checked_trial(2000 + k)
@@ -756,9 +758,9 @@ def _worker_main(conn, task_path, sol_path, opts, secret):
         w = Worker(task_path, sol_path, opts)
         send("ready", None)
         conn.recv()
-        phase = "run"
+        phase, t = "run", time.time()
         rec = w.run()
-        rec["status"], rec["message"] = "ok", ""
+        rec["status"], rec["message"], rec["run_s"] = "ok", "", round(time.time() - t, 3)  # from "go" to the record
     except JudgeError as e:
         rec.update(status="error", message=str(e))
     except Cheat as e:

@@ -245,7 +245,7 @@ def judge_arm(arm, cands, out, command, samples):
     stop.set()
     watcher.join()
     slim = [dict(task=c["key"][0], kind=c["key"][1], n=c["key"][2], status=r["status"], speedup=r.get("speedup"),
-                 wall_s=r.get("wall_s"), to_record_s=round(arrivals.get((r["task"], r["solution"]), t1) - t0, 2),
+                 wall_s=r.get("wall_s"), run_s=r.get("run_s"), rounds_s=r.get("rounds_s"), to_record_s=round(arrivals.get((r["task"], r["solution"]), t1) - t0, 2),
                  message=r.get("message", "")[:300])
             for c, r in zip(cands, recs)]
     busy = [u for t, u in samples if t0 <= t <= t1] if samples is not None else []
@@ -275,15 +275,21 @@ def report(data):
           f"seen) and {len(ks) - n_cuda} PyTorch ({(len(ks) - n_cuda) / len(ks):.0%}: the task's reference with a new "
           "constant), in one shuffled order. One GPU is held throughout, so GPU-minutes are wall minutes.", "",
           "| arm | route | judge | candidates | records | wall s | per GPU-minute | median s source to record | "
-          "median record wall_s | GPU busy | A/A range |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+          "median record wall_s | GPU busy | A/A range | median s between records (of it, the worker's run) |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for arm in sorted(arms):
         r = arms[arm]
         aa = [s["speedup"] for s in r["records"] if s["kind"] == "pytorch" and s["speedup"]]  # the reference vs itself
+        arrivals = sorted(s["to_record_s"] for s in r["records"])
+        gaps = [b - a for a, b in zip(arrivals, arrivals[1:])]
+        gap = f"{statistics.median(gaps):.2f}" if gaps else "n/a"  # seconds per candidate, serially
+        runs = [s["run_s"] for s in r["records"] if s.get("run_s") is not None]  # absent before records had it
         st = ", ".join(f"{k} {v}" for k, v in sorted(r["statuses"].items()))
         busy = f"{r['gpu_busy']:.0%}" if r["gpu_busy"] is not None else "n/a"
         md.append(f"| {arm} | {r['route']} | {r['judge']} | {r['candidates']} | {st} | {r['wall_s']:.0f} | "
                   f"{r['per_gpu_min']:.1f} | {r['to_record_s']:.1f} | {r['record_wall_s']:.1f} | {busy} | "
-                  f"{f'{min(aa):.2f}-{max(aa):.2f}x' if aa else 'n/a'} |")
+                  f"{f'{min(aa):.2f}-{max(aa):.2f}x' if aa else 'n/a'} | "
+                  f"{gap}{f' ({statistics.median(runs):.2f})' if runs else ''} |")
     md.append("")
     for num, den, goal in [(n, d, g) for n in "bde" for d, g in (("c", 10), ("a", 3))]:
         if num in arms and den in arms:
@@ -299,7 +305,9 @@ def report(data):
            "batch); record wall_s is the judge's own (worker start to record: build, wait for the GPU, run); GPU "
            "busy is the mean of nvidia-smi's utilization.gpu (share of time a kernel ran) sampled every 0.2 s over "
            "the arm; A/A range is the lowest and highest speedup of the PyTorch candidates, each the reference "
-           "judged against itself, so the spread is the timing noise under that arm's load. The judge builds in "
+           "judged against itself, so the spread is the timing noise under that arm's load; the median time "
+           "between consecutive records is each candidate's serial cost, and of it the worker's own run from "
+           "'go' to its record (run_s; records before it was kept show none): the rest is the hand-off. The judge builds in "
            "waves of its workers and runs nothing while anything builds, so every second of a wave's slowest build "
            "is a second the GPU idles, except with `overlap` (arms d and e: builds beside measuring). Arms a and c "
            "differ from b in route; a also in judge settings (today's defaults against RL's screening mode), c not; "

@@ -702,3 +702,10 @@ def test_each_gpu_measures_one_pair_at_a_time():
     sched.hand_gpu()
     assert (b.phase, d.phase) == ("run", "queued")
     assert evaluate._devices("cpu") == ["cpu"] and evaluate._devices("cuda:1") == ["cuda:1"]
+
+
+def test_an_ok_record_says_how_long_its_worker_ran(records):
+    # run_s: from "go" to the record; rounds_s: the timed rounds within it (the rest is checking)
+    recs, _ = records
+    r = recs["honest"]
+    assert r["status"] == "ok" and 0 < r["rounds_s"] <= r["run_s"] <= r["wall_s"]
