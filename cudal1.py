@@ -1170,6 +1170,12 @@ def implausible(record, max_speedup):
     return bool(max_speedup > 0 and record.get("correct") and s and s > max_speedup)
 
 
+# The reference program as a variant of its own task: correct, at 1.00x by definition. Every
+# contrastive prompt may show it (stage 1's pairs, stage 2's prompts, stage 3's fresh bank), and a
+# candidate must beat it to count as faster.
+REFERENCE = {"status": "reference", "correct": True, "speedup": 1.0}
+
+
 class Bank:
     """Every judged solution, per task: {"step", "task", "source", "record"} lines in a JSONL file.
 

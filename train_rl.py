@@ -252,7 +252,7 @@ if not any(bank.entries.values()):
     # pairs show, so every prompt has an exemplar from the first step, and a candidate must beat
     # eager -- then the judged solutions of this device.
     for t in tasks:
-        bank.add(key[t], read(t), {"status": "reference", "correct": True, "speedup": 1.0}, -1)
+        bank.add(key[t], read(t), dict(cudal1.REFERENCE), -1)
     if args.seed_bank:
         say(f"bank seeded with {seed_bank(args.seed_bank)} judged solution(s) from {args.seed_bank}")
 say(f"{len(tasks)} task(s), {args.tasks_per_step} per step, G={G}; bank holds "

@@ -269,7 +269,7 @@ def contrastive_pairs(examples, speedups):
     pairs = []
     for task, group in by_task.items():
         group.sort(key=lambda se: se[0])
-        variants = sorted([(1.0, {"code": read(task)})] + group, key=lambda se: se[0])  # + the reference
+        variants = sorted([(cudal1.REFERENCE["speedup"], {"code": read(task)})] + group, key=lambda se: se[0])
         for s, e in group:
             if s < 1.0:  # never teach an answer slower than the program it rewrites
                 continue
@@ -505,7 +505,7 @@ def sample_answers(tasks, round, plain_only=()):
         jobs.append((task, "plain", tok.encode_prompt(cudal1.plain_prompt(read(task), target))))
         if task in plain_only:
             continue
-        bank = [dict(source=read(task), record=dict(correct=True, speedup=1.0))]  # the reference, as stage 3's bank
+        bank = [dict(source=read(task), record=cudal1.REFERENCE)]  # the reference, as stage 3's bank holds it
         bank += [dict(source=e["code"], record=dict(correct=True, speedup=s)) for s, e in measured.get(task, [])]
         shown = [(b["source"], b["record"]["speedup"]) for b in cudal1.bucket_sample(bank, 2, rng=rng)]
         ids, left = cudal1.fit_prompt(tok, read(task), target, shown, args.min_answer_tokens, cfg.block_size)
