@@ -695,6 +695,19 @@ def held_out_line(stats):
     return lines
 
 
+def held_out_failures(answers, groups):
+    """{group: (how its answers ended, counted; its three commonest failure messages)}: what to fix
+    next, e.g. answers that parse but whose constructor does not take the task's arguments."""
+    out = {}
+    for group, ts in groups.items():
+        mine = [a for a in answers if a["task"] in ts]
+        ended = Counter((a["record"] or {}).get("status", "unparsed") for a in mine)
+        why = Counter(((a["record"] or {}).get("message") or a.get("reason") or "no answer")[:70] for a in mine
+                      if not (a["record"] or {}).get("correct"))
+        out[group] = (dict(ended.most_common()), why.most_common(3))
+    return out
+
+
 held = None  # the held-out evaluation's numbers, kept in <out>/held_out.json (a finished run does it once)
 held_path = os.path.join(args.out, "held_out.json")
 if args.generated and args.held_out_tasks > 0:
@@ -703,7 +716,8 @@ if args.generated and args.held_out_tasks > 0:
         t0 = time.time()
         groups = held_out_groups()
         stats, answers = held_out_eval(groups)
-        held = dict(step=step, rounds=args.rounds, tasks=groups, stats=stats, seconds=round(time.time() - t0, 1))
+        held = dict(step=step, rounds=args.rounds, tasks=groups, stats=stats, seconds=round(time.time() - t0, 1),
+                    failures=held_out_failures(answers, groups))
         if master:
             with open(held_path, "w") as f:
                 json.dump(held, f, indent=1)
@@ -713,6 +727,9 @@ if args.generated and args.held_out_tasks > 0:
                              for a in answers)
     for line in held_out_line(held["stats"]):
         say(line)
+    for group, (ended, why) in held.get("failures", {}).items():
+        say(f"  {group} answers: " + ", ".join(f"{k} {v}" for k, v in ended.items())
+            + (" | commonest failures: " + "; ".join(f"{m} (x{n})" for m, n in why) if why else ""))
 
 
 def write_report(path):
@@ -751,7 +768,10 @@ def write_report(path):
                      f"{sp(r['speedup_median'])} | {sp(r['speedup_max'])} | {r['kept']} | {cols} | {loss} |")
     if held:
         lines += ["", "## Held-out evaluation (plain prompts; cudal1.held_out: no training input touches these tasks)",
-                  "", *[f"- {line}" for line in held_out_line(held["stats"])]]
+                  "", *[f"- {line}" for line in held_out_line(held["stats"])],
+                  *[f"- {group} answers ended: " + ", ".join(f"{k} {v}" for k, v in ended.items())
+                    + ("; commonest failures: " + "; ".join(f"`{m}` (x{n})" for m, n in why) if why else "")
+                    for group, (ended, why) in held.get("failures", {}).items()]]
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")

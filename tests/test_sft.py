@@ -132,6 +132,9 @@ def test_generated_tasks_and_the_held_out_line(tmp_path):
     line = "held-out generated, 2 tasks | greedy: correct"
     assert line in p.stdout and line in open(out / "report.md").read()
     assert "held-out KernelBench level 2: not judged on the CPU" in p.stdout
+    # how the held-out answers ended, every one of them counted (unparsed ones included)
+    ended, why = report["held_out"]["failures"]["generated"]
+    assert sum(ended.values()) == 6 and "  generated answers: " in p.stdout
 
 
 def test_teacher_speedups_reach_generated_solutions_by_name(tmp_path):
