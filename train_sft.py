@@ -360,6 +360,11 @@ def encode(pairs):
     return out
 
 
+def by_length(pairs):
+    """(ids, n_prompt) pairs, shortest first: the order get_batch draws neighbours in."""
+    return sorted(pairs, key=lambda r: len(r[0]))
+
+
 data = encode([(e["prompt"], e["answer"]) for e in examples])
 n_plain = len(data)
 for e, shown in cpairs:
@@ -373,6 +378,7 @@ say(f"{len(examples)} solutions ({n_plain} fit) + {len(cpairs)} contrastive pair
     f"answer tokens per solution {n_tok / len(examples):.0f} "
     f"({n_bytes / len(examples):.0f} bytes, {n_bytes / n_tok:.2f} bytes/token, vocab {tok.vocab_size}); "
     f"model {raw_model.num_params() / 1e6:.2f}M params on {device} ({dtype}), {world} rank(s)")
+data = by_length(data)
 
 # ---- optimizer
 optimizer = cudal1.adamw(raw_model, args.lr, args.weight_decay, device)
@@ -401,12 +407,12 @@ def pad(rows):
 
 def get_batch(pool, batch_size):
     """batch_size pairs of about one length, padded: x, y (see pad), their tokens and model FLOPs.
-    The pairs are neighbours in length order from a random start (wrapping around, so every pair is
-    drawn equally often), so a batch pads little: uniformly random batches of 16 of the GPU
-    default's pairs (~400 to ~2000 tokens) were 38% padding, compute that trains nothing; these 3%."""
-    order = sorted(range(len(pool)), key=lambda i: len(pool[i][0]))
+    `pool` is sorted by length (by_length), and the pairs are neighbours from a random start
+    (wrapping around, so every pair is drawn equally often), so a batch pads little: uniformly
+    random batches of 16 of the GPU default's pairs (~400 to ~2000 tokens) were 38% padding,
+    compute that trains nothing; these 3%."""
     start = gen.randrange(len(pool))
-    rows = [pool[order[(start + j) % len(pool)]] for j in range(batch_size)]
+    rows = [pool[(start + j) % len(pool)] for j in range(batch_size)]
     flops = sum(6 * n_params * len(ids) + 12 * cfg.n_layer * cfg.n_embd * len(ids) ** 2 for ids, _ in rows)
     return *pad(rows), sum(len(ids) for ids, _ in rows), flops
 
@@ -619,7 +625,7 @@ for rnd in range(start_round, args.rounds + 1) if args.rounds > 0 else []:
         save(step, rnd + 1)  # done: running the command again does nothing
         break
     kept += new
-    pool = data + encode([(cudal1.plain_prompt(read(k["task"]), target), k["text"]) for k in kept])
+    pool = by_length(data + encode([(cudal1.plain_prompt(read(k["task"]), target), k["text"]) for k in kept]))
     # The fine-tune goes on with stage 1's optimizer (its moments fit this model; a fresh AdamW
     # raised the stage-1 loss of the CPU model 10x within 12 steps) at a fifth of stage 1's peak,
     # warmed up and decayed. On the H200 a constant 3e-4 from the first step (half the peak, 5x the
