@@ -943,20 +943,27 @@ def measured_speedups(paths):
     return {k: v for k, v in out.items() if v}
 
 
-def held_out_tasks(folder, n, size, tasks_dir=None, write=True):
+def held_out_tasks(folder, n, size, tasks_dir=None, write=True, trained=()):
     """{group: task paths} to measure on: 'generated', the first n tasks of the held-out split at
     `size` (kernelbench/generate.py; the same tasks in every run), written to folder/levelG when
     `write` (one writer under torchrun); with tasks_dir, 'level2': the 20 held-out KernelBench
-    level-2 tasks under it."""
+    level-2 tasks under it. Raises ValueError when one is not held out or is the code of one of
+    `trained` (the sources of the tasks a run trains on)."""
     from kernelbench import generate as gen
-    groups = {"generated": []}
+    seen = {same_code(source) for source in trained}
+    groups, checks = {"generated": []}, []
     for name, source, meta in gen.tasks(0, n, size, split="held_out"):
         if write:
             gen.write(os.path.join(folder, "levelG"), name, source, meta)
         groups["generated"].append(os.path.join(folder, "levelG", name + ".py"))
+        checks.append((groups["generated"][-1], meta, source))
     if tasks_dir:
         files = {int(f.split("_")[0]): f for f in os.listdir(os.path.join(tasks_dir, "level2")) if re.match(r"\d+_.*\.py$", f)}
         groups["level2"] = [os.path.join(tasks_dir, "level2", files[i]) for i in HELD_OUT_LEVEL2]
+        checks += [(path, path, read(path)) for path in groups["level2"]]
+    for path, what, source in checks:
+        if not held_out(what) or same_code(source) in seen:
+            raise ValueError(f"held-out evaluation: {path} is not held out, or is the code of a task trained on")
     return groups
 
 

@@ -262,15 +262,15 @@ say(f"{len(tasks)} task(s), {args.tasks_per_step} per step, G={G}; bank holds "
 # ---- held-out evaluation: never trained on, never in the bank; the same tasks in every run
 held_groups = {}
 if args.held_out_tasks > 0:
-    held_groups = cudal1.held_out_tasks(os.path.join(args.out, "held_out"), args.held_out_tasks,
-                                        "gpu" if device.type == "cuda" else "cpu",
-                                        args.tasks if device.type == "cuda" else None, write=master)
+    try:
+        held_groups = cudal1.held_out_tasks(os.path.join(args.out, "held_out"), args.held_out_tasks,
+                                            "gpu" if device.type == "cuda" else "cpu",
+                                            args.tasks if device.type == "cuda" else None, write=master,
+                                            trained=[read(t) for t in tasks])
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
     if ddp:
         dist.barrier()
-    trained = {cudal1.same_code(read(t)) for t in tasks}
-    for t in (t for ts in held_groups.values() for t in ts):
-        if not cudal1.held_out(t) or cudal1.same_code(read(t)) in trained:
-            raise SystemExit(f"held-out evaluation: {t} is not held out, or is the code of an RL task")
 
 
 def held_out_eval():

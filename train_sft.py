@@ -655,14 +655,14 @@ def held_out_groups():
     """cudal1.held_out_tasks under <out>/generated/held_out: --held-out-tasks generated tasks, and
     on a GPU the 20 held-out KernelBench level-2 tasks (on the CPU their references are too heavy to
     judge). Each is checked held out and unlike the source of every task trained on."""
-    groups = cudal1.held_out_tasks(os.path.join(args.out, "generated", "held_out"), args.held_out_tasks, gen_size,
-                                   args.tasks if device.type == "cuda" else None, write=master)
+    try:
+        groups = cudal1.held_out_tasks(os.path.join(args.out, "generated", "held_out"), args.held_out_tasks,
+                                       gen_size, args.tasks if device.type == "cuda" else None, write=master,
+                                       trained=[read(t) for t in {e["task"] for e in examples}])
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
     if ddp:
         dist.barrier()
-    trained = {cudal1.same_code(read(t)) for t in {e["task"] for e in examples}}
-    for t in (t for ts in groups.values() for t in ts):
-        if not cudal1.held_out(t) or cudal1.same_code(read(t)) in trained:
-            raise SystemExit(f"held-out evaluation: {t} is not held out, or is the code of a training task")
     return groups
 
 

@@ -187,6 +187,9 @@ def test_held_out_tasks_are_the_split_and_score_counts_missing_tasks_as_1x(tmp_p
     groups = cudal1.held_out_tasks(str(tmp_path), 3, "cpu", os.path.join(ROOT, "kernelbench"))
     assert len(groups["generated"]) == 3 and all(cudal1.held_out(t) for t in groups["generated"])
     assert [int(os.path.basename(t).split("_")[0]) for t in groups["level2"]] == list(cudal1.HELD_OUT_LEVEL2)
+    for trained in ([open(groups["generated"][1]).read()], [open(groups["level2"][0]).read()]):
+        with pytest.raises(ValueError, match="held-out evaluation"):  # a run that trained on one of them
+            cudal1.held_out_tasks(str(tmp_path / "again"), 3, "cpu", os.path.join(ROOT, "kernelbench"), trained=trained)
     a, b, c = groups["generated"]
     records = [(a, {"correct": True, "speedup": 2.0}), (a, {"correct": True, "speedup": 4.0}),
                (b, {"correct": False, "speedup": None}), (b, None)]
