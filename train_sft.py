@@ -687,9 +687,10 @@ def held_out_eval(groups):
     return stats, answers
 
 
-def held_out_line(stats):
-    """One line per group: greedy and sampled correct rates, tasks solved, geomean speedup."""
-    lines = []
+def held_out_lines(held):
+    """One line per group: greedy and sampled correct rates, tasks solved, geomean speedup; then per
+    group how its answers ended and the commonest failures (held_out_failures)."""
+    stats, lines = held["stats"], []
     for group, what in (("generated", "held-out generated"), ("level2", "held-out KernelBench level 2")):
         if f"{group}_greedy" not in stats:
             lines.append(f"{what}: not judged on the CPU (its references are too heavy there)")
@@ -698,6 +699,9 @@ def held_out_line(stats):
         lines.append(f"{what}, {g['tasks']} tasks | greedy: correct {g['correct']:.0%} ({g['solved']} tasks), "
                      f"geomean {g['geomean']:.2f}x | sampled ({args.num_samples} per task): correct {s['correct']:.0%} "
                      f"({s['solved']} tasks), geomean {s['geomean']:.2f}x (a task without a correct answer: 1.00x)")
+    for group, (ended, why) in held.get("failures", {}).items():
+        lines.append(f"  {group} answers: " + ", ".join(f"{k} {v}" for k, v in ended.items())
+                     + (" | commonest failures: " + "; ".join(f"{m} (x{n})" for m, n in why) if why else ""))
     return lines
 
 
@@ -731,11 +735,8 @@ if args.generated and args.held_out_tasks > 0:
                 f.writelines(json.dumps(dict(task=a["task"], prompt=a["prompt"], reason=a["reason"],
                                              status=a["record"] and a["record"]["status"], text=a["text"])) + "\n"
                              for a in answers)
-    for line in held_out_line(held["stats"]):
+    for line in held_out_lines(held):
         say(line)
-    for group, (ended, why) in held.get("failures", {}).items():
-        say(f"  {group} answers: " + ", ".join(f"{k} {v}" for k, v in ended.items())
-            + (" | commonest failures: " + "; ".join(f"{m} (x{n})" for m, n in why) if why else ""))
 
 
 def write_report(path):
@@ -774,10 +775,7 @@ def write_report(path):
                      f"{sp(r['speedup_median'])} | {sp(r['speedup_max'])} | {r['kept']} | {cols} | {loss} |")
     if held:
         lines += ["", "## Held-out evaluation (plain prompts; cudal1.held_out: no training input touches these tasks)",
-                  "", *[f"- {line}" for line in held_out_line(held["stats"])],
-                  *[f"- {group} answers ended: " + ", ".join(f"{k} {v}" for k, v in ended.items())
-                    + ("; commonest failures: " + "; ".join(f"`{m}` (x{n})" for m, n in why) if why else "")
-                    for group, (ended, why) in held.get("failures", {}).items()]]
+                  "", *[f"- {line.strip()}" for line in held_out_lines(held)]]
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")
