@@ -924,25 +924,6 @@ def solution_name(path):
     return os.path.relpath(os.path.abspath(path), ROOT)
 
 
-def measured_speedups(paths):
-    """{solution_name: speedup} from the judge's JSONL records in the comma-separated `paths` (the
-    library's, the teacher's), the last record of a solution counting; only correct ('ok') records
-    have one. None when none of the files exists."""
-    found = [p for p in paths.split(",") if p and os.path.exists(p)]
-    if not found:
-        return None
-    out = {}
-    for p in found:
-        for line in open(p):
-            try:
-                r = json.loads(line)
-            except ValueError:  # a line cut short by a kill
-                continue
-            if r.get("solution"):
-                out[solution_name(r["solution"])] = r["speedup"] if r.get("status") == "ok" else None
-    return {k: v for k, v in out.items() if v}
-
-
 def held_out_tasks(folder, n, size, tasks_dir=None, write=True, trained=()):
     """{group: task paths} to measure on: 'generated', the first n tasks of the held-out split at
     `size` (kernelbench/generate.py; the same tasks in every run), written to folder/levelG when

@@ -223,7 +223,7 @@ def seed_bank(paths):
     """Adds, as step -1, the RL tasks' solutions that the judge's records in `paths` (comma-separated)
     measured correct: kernels/ solutions, from records of this kind of device (speedups on another
     mislead), and for generated tasks the teacher's solutions --init trained on, found by name
-    (cudal1.measured_speedups). CUDA-L1's RL starts from a pool of verified variants (on the H200,
+    (evaluate.measured_speedups). CUDA-L1's RL starts from a pool of verified variants (on the H200,
     an empty bank made the first contrastive step all plain prompts). Every rank adds the same
     entries; only rank 0 writes them."""
     n = 0
@@ -235,7 +235,7 @@ def seed_bank(paths):
                     and r.get("correct") and r.get("speedup") and os.path.exists(sol)):
                 bank.add(r["task"], cudal1.solution_code(open(sol).read()), r, -1)  # as stage 1's exemplars show it
                 n += 1
-    speedups = cudal1.measured_speedups(paths) or {}
+    speedups = evaluate.measured_speedups(paths) or {}
     for t in (t for t in tasks if key[t].startswith("levelG/")):
         folder = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(t))), "solutions", "levelG")
         for sol in sorted(glob.glob(os.path.join(folder, os.path.basename(t)[:-3] + ".*.py"))):

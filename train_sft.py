@@ -305,7 +305,7 @@ else:
 examples += gen_examples  # from here on generated solutions are examples like kernels/ ones
 selftrain_path = os.path.join(args.out, "selftrain.jsonl")
 kept = [json.loads(line) for line in open(selftrain_path)] if os.path.exists(selftrain_path) else []
-speedups = cudal1.measured_speedups(args.speedups)
+speedups = evaluate.measured_speedups(args.speedups)
 cpairs, measured = contrastive_pairs(examples, speedups or {})  # measured: task -> [(speedup, example)]
 if speedups is None:
     say(f"no {args.speedups}: no contrastive pairs, plain prompts only (make eval measures kernels/)")

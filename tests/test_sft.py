@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import cudal1
+import evaluate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RELU = '''"""ReLU as clamp_min: one elementwise pass over x, the same memory traffic as torch.relu."""
@@ -149,11 +150,11 @@ def test_teacher_speedups_reach_generated_solutions_by_name(tmp_path):
              status="ok", speedup=1.2),
         dict(task="levelG/8_Conv2d_Tanh.py", solution="build/teacher/solutions/levelG/8_Conv2d_Tanh.drop_noop.py",
              status="wrong_output", speedup=None)]) + "\n{\"cut short")
-    got = cudal1.measured_speedups(f"{tmp_path}/missing.jsonl,{recs}")
+    got = evaluate.measured_speedups(f"{tmp_path}/missing.jsonl,{recs}")
     assert got == {"levelG/7_Gemm_ReLU.fuse_epilogue.py": 1.5}
     assert cudal1.solution_name("out/sft/generated/solutions/levelG/7_Gemm_ReLU.fuse_epilogue.py") in got
     assert cudal1.solution_name(os.path.join(ROOT, "kernels", "level1", "19_ReLU.py")) == "kernels/level1/19_ReLU.py"
-    assert cudal1.measured_speedups(f"{tmp_path}/missing.jsonl") is None
+    assert evaluate.measured_speedups(f"{tmp_path}/missing.jsonl") is None
 
 
 def test_two_gloo_ranks_train_and_report_as_one(tmp_path):
