@@ -411,10 +411,14 @@ class Config:
     rope_scaling: dict = None  # Llama 3.1's: cudal1_hf.LLAMA3_ROPE's four numbers
     architecture: str = ""  # "": our own checkpoint layout; else the Hugging Face class, saved as that
 
+    @property
+    def head_size(self):
+        return self.head_dim or self.n_embd // self.n_head
+
 
 def rope_tables(cfg):
     """cos and sin of every (position, channel) angle: two (block_size, head_dim) tables."""
-    hd = cfg.head_dim or cfg.n_embd // cfg.n_head
+    hd = cfg.head_size
     inv_freq = 1.0 / cfg.rope_theta ** (torch.arange(0, hd, 2, dtype=torch.float32) / hd)
     if cfg.rope_scaling:
         # Llama 3.1: wavelengths longer than the training context / low_freq_factor are stretched by
@@ -491,7 +495,7 @@ class Attention(nn.Module):
         super().__init__()
         assert (cfg.head_dim or cfg.n_embd % cfg.n_head == 0) and cfg.n_head % cfg.n_kv_head == 0
         self.index = index
-        self.n_head, self.n_kv_head, self.hd = cfg.n_head, cfg.n_kv_head, cfg.head_dim or cfg.n_embd // cfg.n_head
+        self.n_head, self.n_kv_head, self.hd = cfg.n_head, cfg.n_kv_head, cfg.head_size
         self.q_proj = nn.Linear(cfg.n_embd, cfg.n_head * self.hd, bias=cfg.qkv_bias)
         self.k_proj = nn.Linear(cfg.n_embd, cfg.n_kv_head * self.hd, bias=cfg.qkv_bias)
         self.v_proj = nn.Linear(cfg.n_embd, cfg.n_kv_head * self.hd, bias=cfg.qkv_bias)
