@@ -1,5 +1,6 @@
 """Carry a checkpoint folder off a device machine and back: its weights in bf16, cut into parts small
-enough for the device tool's $OUT (16 MiB a file, 8 files), and everything else as it is.
+enough for the device tool's $OUT (16 MiB a file, 8 files), and its .json files (config.json, held_out.json).
+The logs (*.jsonl) and generated/ come back in device_call.sh's results tarball, which packs out/.
 
     python bench/carry_checkpoint.py pack out/sft $OUT/sft       # on the GPU machine, after training
     python bench/carry_checkpoint.py unpack carried/sft out/sft  # later, before train_rl.py --init out/sft
@@ -19,7 +20,6 @@ import safetensors.torch
 import torch
 
 PART = 15 << 20  # bytes per part, under the tool's 16 MiB per file
-SKIP = {"model.safetensors", "optimizer.safetensors"}
 
 
 def pack(src, dst):
@@ -30,7 +30,7 @@ def pack(src, dst):
         with open(os.path.join(dst, f"model.bf16.part{i // PART}"), "wb") as f:
             f.write(data[i:i + PART])
     for name in sorted(os.listdir(src)):
-        if name not in SKIP and os.path.isfile(os.path.join(src, name)):
+        if name.endswith(".json"):  # 4 parts + these + the results tarball: within the tool's 8 files
             shutil.copy(os.path.join(src, name), dst)
     return (len(data) + PART - 1) // PART
 
