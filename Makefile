@@ -111,7 +111,7 @@ rl-ablation: setup
 	  $(PYTHON) train_rl.py --init out/sft --out out/rl-contrastive-s$$s --seed $$s --time-limit $(ABLATION_MINUTES) $(RL_FLAGS) && \
 	  $(PYTHON) train_rl.py --init out/sft --out out/rl-plain-s$$s --seed $$s --plain --time-limit $(ABLATION_MINUTES) $(RL_FLAGS) \
 	  || exit 1; done
-	$(PYTHON) bench/rl_report.py $(foreach s,$(SEEDS),out/rl-contrastive-s$(s) out/rl-plain-s$(s)) --out results/train-$(or $(GPU),cpu).md
+	$(PYTHON) bench/rl_report.py $(foreach s,$(SEEDS),out/rl-contrastive-s$(s) out/rl-plain-s$(s)) --out results/learning-$(or $(GPU),cpu).md
 
 # ---- pattern rules: one native source -> one pybind11 module named k<stem>
 # CUDART=shared links the CUDA runtime torch has already loaded instead of a private static copy.

@@ -53,6 +53,9 @@ parser.add_argument("--rl-tasks", default=None, help="comma-separated paths unde
                     "'all': every task with a solution in --kernels that runs here; 'generated': the generated "
                     "training tasks --init trained on (train_sft.py --generated); unset: 'generated' when --init "
                     "holds them, else the device default")
+parser.add_argument("--rl-task-count", type=int, default=-1, help="'generated' keeps this many of them, those with a "
+                    "measured teacher solution first (each task must come back often enough for its prompt to show "
+                    "the policy's own earlier answers); 0: all; -1: device default")
 # ---- sampling
 parser.add_argument("--plain", action="store_true", help="plain prompts, no exemplars: the paper's ablation")
 parser.add_argument("--tasks-per-step", type=int, default=-1, help="tasks per step, over all ranks; -1: device default")
@@ -118,19 +121,20 @@ args = parser.parse_args()
 # On the GPU answers are capped at 3072 tokens (~1.3x the longest solution of these tasks, 40_LayerNorm
 # at 8 KB): a step samples in one batch, so one answer that never stops keeps every row decoding to
 # the end of the block (the first H200 step spent 111 s of 132 sampling). On the CPU the cap is 1280.
-# From a curriculum checkpoint (train_sft.py --generated) the tasks are the generated ones it trained
-# on instead, seeded with the teacher's measured solutions: copying a memorised library file is then
-# no way to score. Either way the held-out split is measured before the first step, every
-# --held-out-every steps and at the end (4 generated tasks on the CPU; 32 and the 20 level-2 on a GPU).
+# From a curriculum checkpoint (train_sft.py --generated) the tasks are --rl-task-count of the generated
+# ones it trained on instead (16 on a GPU, 4 on the CPU), seeded with the teacher's measured solutions:
+# copying a memorised library file is then no way to score. Either way the held-out split is measured
+# before the first step, every --held-out-every steps and at the end (4 generated tasks on the CPU; 32
+# and the 20 level-2 on a GPU).
 CPU_TASKS = ["19_ReLU", "23_Softmax", "47_Sum_reduction_over_a_dimension", "97_CosineSimilarityLoss"]
 GPU_TASKS = CPU_TASKS + ["12_Matmul_with_diagonal_matrices_", "26_GELU_", "40_LayerNorm", "88_MinGPTNewGelu"]
 DEFAULTS = {
     "cpu": dict(rl_tasks=",".join(f"level1/{t}.py" for t in CPU_TASKS), tasks_per_step=2, num_samples=4,
                 steps=10, lr=3e-5, time_limit=0, max_new_tokens=1280, min_answer_tokens=1280, cuda_graphs=0,
-                seed_bank="results/cpu.jsonl", held_out_tasks=4),
+                seed_bank="results/cpu.jsonl", held_out_tasks=4, rl_task_count=4),
     "cuda": dict(rl_tasks=",".join(f"level1/{t}.py" for t in GPU_TASKS), tasks_per_step=4, num_samples=8,
                  steps=200, lr=1e-5, time_limit=3.5, max_new_tokens=3072, min_answer_tokens=3072, cuda_graphs=1,
-                 seed_bank="results/h200.jsonl,results/teacher-h200.jsonl", held_out_tasks=32),
+                 seed_bank="results/h200.jsonl,results/teacher-h200.jsonl", held_out_tasks=32, rl_task_count=16),
 }
 
 # ---- distributed and device
@@ -190,6 +194,12 @@ elif args.rl_tasks == "generated":  # what stage 1 trained on: the teacher wrote
     held = [t for t in tasks if cudal1.held_out(t)]
     if held:
         raise SystemExit(f"--rl-tasks generated: held-out task(s) among {args.init}'s generated tasks: the split is broken")
+    # On the H200 a 1.5-minute run of ~2300 generated tasks saw each task once, so no prompt ever showed
+    # the policy's own earlier answers. A fixed few, the same in every run and arm; a task with a measured
+    # teacher solution first, so its prompt shows a real speedup beside the reference's 1.00x.
+    measured = {name.split(".")[0] for name in evaluate.measured_speedups(args.seed_bank or "") or {}}
+    tasks.sort(key=lambda t: ("levelG/" + os.path.basename(t)[:-3] not in measured, t))
+    tasks = tasks[:args.rl_task_count or None]
 else:
     tasks = [os.path.join(args.tasks, t) for t in args.rl_tasks.split(",") if t]
     missing = [t for t in tasks if not os.path.exists(t)]

@@ -60,8 +60,8 @@ print(','.join(s for _, s in best.values()))")
     ablation)  # issue 15's experiment from out/sft, both arms for each of SEEDS; a seed's two runs are ~2 x
                # (ABLATION_MINUTES + two held-out evaluations, not yet timed): one seed per call, then ablation-report
           timeout "${BUDGET:-540}" make -s rl-ablation GPU=h200 SEEDS="${SEEDS:-1}" ABLATION_MINUTES="${ABLATION_MINUTES:-1.5}" 2>&1 | tail -30 ;;
-    ablation-report)  # every seed's runs under out/ in one report and picture -> results/train-h200.{md,svg}
-          python3 bench/rl_report.py $(ls -d out/rl-contrastive-s* out/rl-plain-s*) --out results/train-h200.md 2>&1 | tail -30 ;;
+    ablation-report)  # every seed's runs under out/ in one report and picture -> results/learning-h200.{md,svg}
+          python3 bench/rl_report.py $(ls -d out/rl-contrastive-s* out/rl-plain-s*) --out results/learning-h200.md 2>&1 | tail -30 ;;
     carry-sft)  # out/sft's weights in bf16 parts under $OUT/sft, to bring back here (the tool returns <= 16 MiB a file)
           python3 bench/carry_checkpoint.py pack out/sft "$OUT/sft" ;;
     uncarry-sft)  # a carried checkpoint (copied into carried/sft here, passed with carry=["carried"]) back to out/sft
@@ -72,5 +72,6 @@ print(','.join(s for _, s in best.values()))")
     *) echo "unknown step $step" ;;
   esac
 done
-tar czf "$OUT/results${TAG:-}.tgz" --exclude='*.safetensors' results build/logs out 2>/dev/null
+# out/*/generated (274 MB at --generated 20000) is left behind: the same seeds write it again anywhere
+tar czf "$OUT/results${TAG:-}.tgz" --exclude='*.safetensors' --exclude='out/*/generated' results build/logs out 2>/dev/null
 echo "=== done $(date +%T)"

@@ -1,7 +1,7 @@
 """The paper's ablation as a table: contrastive RL against --plain RL, from train_rl.py runs (one or
 more seeds per arm).
 
-    python bench/rl_report.py out/rl-contrastive out/rl-plain --out results/train-h200.md
+    python bench/rl_report.py out/rl-contrastive out/rl-plain --out results/learning-h200.md
     (or `make rl-ablation GPU=h200 SEEDS="1 2 3"`, which makes every run from the same out/sft first)
 
 Reads each run's log.jsonl (one line per step), bank.jsonl (every judged answer, with the judge's
@@ -167,14 +167,18 @@ md += ["Copies of a seed: correct answers whose code is a seeded kernels/ soluti
        "and every seed; judged by evaluate.judge_many; a run's best is its fastest measurement, so treat "
        "it as optimistic until `make eval` repeats it); the seeds' best is the library's measurement:", "",
        "| task | seeds' best | " + " | ".join(r["name"] for r in runs) + " |", "|---|---|" + "---|" * len(runs)]
-for task in sorted(set().union(*(r["log"][-1]["best"] for r in runs if r["log"]))):
+tasks = sorted(set().union(*(r["log"][-1]["best"] for r in runs if r["log"])))
+rows = 0
+for task in tasks:  # only the tasks some run found new correct code for: RL's tasks number in the thousands
+    own = [[e["record"]["speedup"] for e in r["bank"].found(task) if 0 <= e["step"] < steps] for r in runs]
+    if not any(own):
+        continue
     seeds = [e["record"]["speedup"] for e in runs[0]["bank"].entries.get(task, [])
              if e["step"] < 0 and e["record"].get("status") != "reference" and e["record"].get("speedup")]
-    cells = [f"{max(seeds):.2f}x" if seeds else "-"]
-    for r in runs:
-        own = [e["record"]["speedup"] for e in r["bank"].found(task) if 0 <= e["step"] < steps]
-        cells.append(f"{max(own):.2f}x" if own else "-")
+    cells = [f"{max(seeds):.2f}x" if seeds else "-"] + [f"{max(o):.2f}x" if o else "-" for o in own]
     md.append(f"| {task} | " + " | ".join(cells) + " |")
+    rows += 1
+md += ["", f"{rows} of the {len(tasks)} RL tasks have new correct code from some run; the others are left out."]
 text = "\n".join(md) + "\n"
 if args.out:
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
