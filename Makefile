@@ -75,9 +75,8 @@ clean:
 
 # stages 1-2: SFT on kernels/, then self-training rounds judged by evaluate.py (train_sft.py).
 # CPU: a ~1M-parameter model on the C++ solutions + 1 round on 3 level-1 tasks, ~11 min on 2 cores;
-# GPU: ~27M parameters on kernels/ + the teacher's solutions of 3000 generated tasks, then the held-out
-# line (not yet timed; the earlier 88M default took ~3.7 min on the H200). Writes out/sft (run again to
-# resume; rm -rf out/sft to restart).
+# GPU: ~27M parameters on kernels/ + the teacher's solutions of 20000 generated tasks, then the held-out
+# line (~8 min on the H200). Writes out/sft (run again to resume; rm -rf out/sft to restart).
 # INIT=DIR: fine-tune a pretrained model's Hugging Face folder (Llama, Qwen2, Qwen3) instead of a fresh one.
 SFT_FLAGS ?=
 INIT ?=
@@ -85,7 +84,8 @@ sft: setup
 	$(PYTHON) train_sft.py --out out/sft $(if $(INIT),--init $(INIT)) $(SFT_FLAGS)
 
 # stage 3: contrastive RL from out/sft, or from INIT=DIR (train_rl.py). CPU: 4 cheap level-1 tasks,
-# 2 per step x 4 answers, 10 steps, ~4 min on 2 cores; GPU: 8 level-1 tasks, 4 per step x 8 answers, for 3.5 min.
+# 2 per step x 4 answers, 10 steps, ~4 min on 2 cores; GPU: 8 level-1 tasks (from a curriculum checkpoint
+# 16 of its generated tasks), 4 per step x 8 answers, for 3.5 min.
 # RL_MINUTES=N stops (and saves) after the step that passes N minutes. Writes out/rl
 # (resumes); each task's best correct answer lands in out/rl/candidates/ for review, never kernels/.
 RL_FLAGS ?=
@@ -93,8 +93,8 @@ RL_MINUTES ?=
 rl: setup
 	$(PYTHON) train_rl.py --init $(or $(INIT),out/sft) --out out/rl $(if $(RL_MINUTES),--time-limit $(RL_MINUTES)) $(RL_FLAGS)
 
-# stage 1 -> 2 -> 3 on the bundled default: CPU 15 min on 2 cores (measured); H200 not yet timed
-# with the curriculum default (447 s with the earlier 88M one)
+# stage 1 -> 2 -> 3 on the bundled default: CPU 15 min on 2 cores (measured); H200 ~13 min by its
+# parts (not yet timed whole)
 # INIT=DIR: stages 1-2 fine-tune that pretrained model, and stage 3 goes on from out/sft.
 train: setup
 	$(MAKE) --no-print-directory sft
