@@ -464,7 +464,7 @@ def lr_at(step, peak, steps):
 
 
 # ---- stage 1: SFT on kernels/
-speeds = []  # (tokens/s, flops/s) of each stage-1 step this process ran
+speeds = []  # (tokens, flops, seconds) of each stage-1 step this process ran
 if start_round == 0 and step < args.steps:
     bar = tqdm(range(step, args.steps), desc="stage 1", initial=step, total=args.steps, disable=not bars,
                dynamic_ncols=True)
@@ -474,7 +474,7 @@ if start_round == 0 and step < args.steps:
         if device.type == "cuda":
             torch.cuda.synchronize()
         dt = time.time() - t0
-        speeds.append((tokens / dt, flops / dt))
+        speeds.append((tokens, flops, dt))
         mfu = f" mfu {100 * flops / dt / (peak * world):.1f}%" if peak else ""
         bar.set_postfix_str(f"loss {loss:.3f} {tokens / dt:,.0f} tok/s{mfu}")
         if step % args.log_every == 0 or step == args.steps - 1:
@@ -745,19 +745,22 @@ def write_report(path):
     env = evaluate.environment(device.type)
     rounds_path = os.path.join(args.out, "stage2.jsonl")
     rounds = [json.loads(line) for line in open(rounds_path)] if os.path.exists(rounds_path) else []
-    steady = sorted(speeds[len(speeds) // 2:])  # the second half: past warm-up and allocator growth
-    tok_s = steady[len(steady) // 2][0] if steady else None
-    mfu = 100 * steady[len(steady) // 2][1] / (peak * world) if steady and peak else None
+    # Totals over the second half (past warm-up and allocator growth), not a median step: step times
+    # vary ~8x with the batch's length (30-240 ms on the H200), and the median overstated the rate.
+    tokens, flops, secs = (sum(x) for x in zip(*speeds[len(speeds) // 2:])) if speeds else (0, 0, 0)
+    tok_s = tokens / secs if secs else None
+    mfu = 100 * flops / secs / (peak * world) if secs and peak else None
+    stage1_s = sum(s[2] for s in speeds)
     summary = dict(command="python " + " ".join(sys.argv), env=env, world=world, dtype=str(dtype), settings=vars(args),
                    params=raw_model.num_params(), tokens_per_solution=n_tok / len(examples), solutions=len(examples),
                    solution_files=[e["path"] for e in examples], sample_tasks=sample_tasks,  # what it trained on
-                   generated_tasks=gen_tasks, stage1=dict(steps=len(speeds), tokens_per_s=tok_s, mfu_percent=mfu),
-                   stage2=rounds, held_out=held)
+                   generated_tasks=gen_tasks, stage2=rounds, held_out=held,
+                   stage1=dict(steps=len(speeds), seconds=stage1_s, tokens_per_s=tok_s, mfu_percent=mfu))
     sp = lambda v: "-" if v is None else f"{v:.2f}x"
     lines = [f"# train_sft.py on {env['gpu']}", "",
              f"`{summary['command']}`  ", f"commit {env['commit']}, torch {env['torch']}, {world} rank(s), {dtype}, "
              f"{summary['params'] / 1e6:.1f}M params, {len(examples)} solutions at {n_tok / len(examples):.0f} tokens each", "",
-             "## Stage 1", "", f"median over the last half of {len(speeds)} steps run: "
+             "## Stage 1", "", f"{len(speeds)} steps run in {stage1_s:.0f} s; over the last half: "
              + (f"{tok_s:,.0f} tokens/s" if tok_s else "no steps run") + (f", MFU {mfu:.1f}% of dense bf16 peak" if mfu else ""),
              "", "## Stage 2 (rates over the sampled answers; speedups over the correct ones)", "",
              "Plain prompts; the last columns are the answers to contrastive prompts (the stage-3 format, "
