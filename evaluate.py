@@ -880,6 +880,7 @@ class Slot:
         child.close()
         self.phase, self.eof, self.t0 = "build", False, time.time()
         self.deadline = self.t0 + opts["timeout"]
+        self.times = {}  # build_s: start -> built; queue_s: built -> its turn; gpu_s: its turn -> its record
 
     def receive(self):
         """(kind, payload) of the worker's next message. One without the worker's secret, or not JSON, was
@@ -968,6 +969,8 @@ class Scheduler:
                 self.queue.remove(slot)
                 busy.add(slot.device)
                 slot.phase, slot.deadline = "run", time.time() + self.opts["timeout"]
+                slot.t_go = time.time()
+                slot.times["queue_s"] = round(slot.t_go - slot.t_ready, 3)
                 slot.conn.send("go")  # the worker judges once it reads this word
 
     def wait(self):
@@ -992,6 +995,8 @@ class Scheduler:
                     continue
                 if kind == "ready":
                     slot.phase = "queued"
+                    slot.t_ready = time.time()
+                    slot.times["build_s"] = round(slot.t_ready - slot.t0, 3)
                     self.queue.append(slot)
                 else:
                     self.finish(slot, payload)
@@ -1008,7 +1013,9 @@ class Scheduler:
         del self.slots[slot.i]
         if slot.phase == "queued":  # died while waiting for its turn
             self.queue.remove(slot)
-        self.record(slot.i, payload, slot.t0)
+        if slot.phase == "run":  # any outcome: the GPU was this worker's from "go" to here
+            slot.times["gpu_s"] = round(time.time() - slot.t_go, 3)
+        self.record(slot.i, {**slot.times, **payload}, slot.t0)
         slot.stop()
 
     def record(self, i, payload, t0):

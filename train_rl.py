@@ -503,12 +503,16 @@ def log_step(step, answers, rejudged, shown, loss, times):
                 statuses=dict(Counter(r["status"] for r in recs)),
                 rejects=dict(Counter(r["message"] for r in recs if r["status"] == "parse_error").most_common(3)),
                 sample_s=round(t1 - t0, 1), judge_s=round(t2 - t1, 1), train_s=round(t3 - t2, 1),
+                # of judge_s: the GPU held by workers (their turns, summed) and the slowest build (evaluate's Slot)
+                judge_gpu_s=round(sum(r.get("gpu_s") or 0 for r in recs), 1),
+                judge_build_s=round(max((r.get("build_s") or 0 for r in recs), default=0), 1),
                 elapsed_s=round(time.time() - t_start, 1))
     in_step = sorted({key[t] for t in step_tasks(step)})
     bests = " ".join(f"{k.split('/')[1][:-3][:12]} {'-' if best[k] is None else f'{best[k]:.2f}x'}" for k in in_step)
     say(f"step {step + 1:4d}/{args.steps} | reward mean {line['reward_mean']:+.2f} max {line['reward_max']:+.2f} | "
         f"parse {parsed:.0%} compile {compiled:.0%} correct {correct:.0%} ({copied:.0%} copies) | best {bests} | "
-        f"sample {t1 - t0:.0f}s judge {t2 - t1:.0f}s train {t3 - t2:.0f}s"
+        f"sample {t1 - t0:.0f}s judge {t2 - t1:.0f}s (GPU {line['judge_gpu_s']:.0f}s, slowest build "
+        f"{line['judge_build_s']:.0f}s) train {t3 - t2:.0f}s"
         + (f" | {len(rejudged)} judged twice" if rejudged else ""))
     if master:
         with open(log_path, "a") as f:

@@ -408,6 +408,9 @@ def test_waves_or_overlap(tasks, tmp_path, overlap):
     else:
         assert min(t["A", "call"] + t["C", "call"]) > t["B", "built"][0]
         assert t["D", "start"][0] > max(t["A", "call"] + t["B", "call"] + t["C", "call"])
+        assert recs[1]["build_s"] >= 2 and recs[0]["queue_s"] >= 1.5  # B's slow build; A waited for it
+    # each record says where its time went: building, waiting for the device, holding it
+    assert all(r["build_s"] >= 0 and r["queue_s"] >= 0 and 0 < r["gpu_s"] <= r["wall_s"] for r in recs)
 
 
 def test_flags_constant_and_zero_reference(tmp_path):
@@ -683,7 +686,7 @@ def test_each_gpu_measures_one_pair_at_a_time():
             self.sent.append(word)
 
     def slot(i, device, phase="queued"):
-        s = types.SimpleNamespace(i=i, device=device, phase=phase, conn=Conn(), deadline=0)
+        s = types.SimpleNamespace(i=i, device=device, phase=phase, conn=Conn(), deadline=0, t_ready=0, times={})
         return s
 
     sched = evaluate.Scheduler.__new__(evaluate.Scheduler)
