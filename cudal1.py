@@ -571,6 +571,16 @@ class Transformer(nn.Module):
         n = sum(p.numel() for p in self.parameters())
         return n if embedding else n - self.model.embed_tokens.weight.numel()
 
+    def train_flops(self, lengths):
+        """Model FLOPs of a training step on sequences of these lengths, forward + backward (PaLM's
+        count): 6 per matmul weight per token, plus attention's 12 * n_layer * (n_head * head_size) * t
+        per token of a t-token sequence. The embedding table is a lookup, not a matmul -- unless
+        lm_head shares it (tie_embeddings, as Qwen2.5-0.5B/1.5B do), and then it counts: leaving it
+        out undercounts a 0.5B Qwen's work by ~27%."""
+        cfg = self.config
+        matmul = self.num_params(embedding=False) + (cfg.vocab_size * cfg.n_embd if cfg.tie_embeddings else 0)
+        return sum(6 * matmul * t + 12 * cfg.n_layer * cfg.n_head * cfg.head_size * t * t for t in lengths)
+
     def forward(self, idx, targets=None, cache=None):
         """idx (B, T) token ids -> logits (B, T, vocab); with targets (B, T), the mean
         cross-entropy over targets that are not -1 instead. With a cache, idx continues it."""

@@ -386,12 +386,10 @@ optimizer = cudal1.adamw(raw_model, args.lr, args.weight_decay, device)
 if "optimizer" in meta:
     optimizer.load_state_dict(meta["optimizer"])
 
-# Model FLOPs per sequence of t tokens, forward + backward (PaLM's count): 6 per parameter per
-# token, plus attention's 12 * n_layer * n_embd * t per token. Peak: dense bf16 of the GPU (the
+# MFU: model FLOPs (Transformer.train_flops, PaLM's count) over dense bf16 peak of the GPU (the
 # judge's table of GPUs, evaluate.GPUS).
 tflops = evaluate.gpu_spec(target)[2] if device.type == "cuda" else None
 peak = tflops * 1e12 if tflops else None
-n_params = raw_model.num_params(embedding=False)
 gen = random.Random(args.seed + rank)  # batches differ across ranks
 
 
@@ -414,7 +412,7 @@ def get_batch(pool, batch_size):
     compute that trains nothing; these 3%."""
     start = gen.randrange(len(pool))
     rows = [pool[(start + j) % len(pool)] for j in range(batch_size)]
-    flops = sum(6 * n_params * len(ids) + 12 * cfg.n_layer * cfg.n_embd * len(ids) ** 2 for ids, _ in rows)
+    flops = raw_model.train_flops([len(ids) for ids, _ in rows])
     return *pad(rows), sum(len(ids) for ids, _ in rows), flops
 
 

@@ -50,6 +50,8 @@ print(','.join(s for _, s in best.values()))")
     flush-probe) timeout 60 python3 bench/flush_probe.py > results/h200-flush-probe.md 2>&1; cat results/h200-flush-probe.md ;;
     call-path) python3 bench/call_path.py > results/h200-call-path.md 2>results/h200-call-path.err; cat results/h200-call-path.md; tail -5 results/h200-call-path.err ;;
     sample-speed) timeout "${BUDGET:-120}" python3 bench/sample_speed.py > results/h200-sample-speed.md 2>&1; cat results/h200-sample-speed.md ;;
+    pretrained-shapes)  # Qwen2.5-Coder-0.5B/1.5B shapes: stage-1 MFU, decode, a stage-3 step (~2 min estimated) -> results/h200-pretrained-shapes.md
+          timeout "${BUDGET:-420}" python3 bench/pretrained_shapes.py 2>&1 | tail -30 ;;
     rl-contrastive|rl-plain)  # one arm of the ablation from out/sft (which must exist), ABLATION_MINUTES long
           arm=${step#rl-}; timeout "${BUDGET:-300}" python3 train_rl.py --init out/sft --out out/rl-$arm $([ $arm = plain ] && echo --plain) \
             --time-limit "${ABLATION_MINUTES:-2}" ${RL_FLAGS:-} 2>&1 | tail -20 ;;
