@@ -3,9 +3,9 @@
 Eager runs the Conv3d and four elementwise kernels (x * scaling_factor, tanh, x * bias,
 sigmoid), each reading and writing the full (128, 16, 14, 30, 30) conv output: 103 MB a pass,
 ~830 MB of traffic in four launches. One kernel reads each element once, looks up its channel's
-scale and bias (both (C, 1, 1, 1) parameters; a 2-D grid of voxel blocks x planes gives the
-channel per block, with no 64-bit division per element), computes sigmoid(tanh(x * s_c) * b_c) in registers with torch's fp32 formulas and writes
-once: ~206 MB in one launch. The conv runs with cuDNN's TF32 switched off for the call (the check
+scale and bias (both (C, 1, 1, 1); a 2-D grid of voxel blocks x planes gives the channel per
+block, with no 64-bit division per element), computes sigmoid(tanh(x * s_c) * b_c) in registers
+with torch's fp32 formulas and writes once: ~206 MB in one launch. The conv runs with cuDNN's TF32 switched off for the call (the check
 is against true fp32), which costs some of the gain. With the epilogue ~4x cheaper and the conv
 a minor part of eager's time, expect ~2-2.5x.
 """

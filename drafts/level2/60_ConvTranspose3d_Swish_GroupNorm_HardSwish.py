@@ -1,18 +1,15 @@
 """ConvTranspose3d on cuDNN, then Swish, GroupNorm and HardSwish in three CUDA kernels (two passes).
 
 The transposed conv writes a (128, 16, 31, 63, 63) tensor, 1.0 GB. Eager then runs sigmoid and
-the multiply (two passes over it, ~3 GB of traffic), GroupNorm (a statistics pass and an apply
-pass, ~3 GB) and hardswish (~2 GB): ~8 GB after the conv, ~2 ms at H200 bandwidth. Here, as in a
-two-pass norm:
-  1. partial sums: each block takes a 16K-element chunk of one (sample, group) slab (a group's 4
-     channels are adjacent, so the slab is contiguous), computes swish(x) = sigmoid(x) * x on the
-     fly and its sum and sum of squares (fp32 per thread, double across the block);
-  2. one warp per (sample, group) combines its ~30 partials in double -> mean, rstd;
-  3. apply: a thread per element (a 2-D grid: voxel block x plane, so the channel comes from
-     blockIdx.y without a 64-bit division per element) recomputes swish, normalises, applies the channel's affine weight
-     and bias and hardswish, and writes once.
-That is the conv output read twice and the result written once, ~3 GB instead of ~8 GB, in three
-launches; the statistics are in double, at least as accurate as eager's. The conv runs with cuDNN's
+the multiply (~3 GB of traffic), GroupNorm (a statistics pass and an apply pass, ~3 GB) and
+hardswish (~2 GB): ~8 GB after the conv, ~2 ms at H200 bandwidth. Here, as in a two-pass norm:
+  1. partial sums: a block per 16K-element chunk of one (sample, group) slab (its 4 channels are
+     adjacent, so the slab is contiguous) sums swish(x) = sigmoid(x) * x and its square on the fly;
+  2. one warp per slab combines its ~30 partials in double -> mean, rstd;
+  3. apply: a 2-D grid (voxel block x plane, so the channel is per block) recomputes swish,
+     normalises, applies the channel's weight and bias and hardswish, and writes once.
+The conv output is read twice and the result written once, ~3 GB instead of ~8 GB, in three
+launches; statistics in double are at least as accurate as eager's. The conv runs with cuDNN's
 TF32 switched off for the call (the check is against true fp32), which makes the head slower than
 eager's TF32 default. Expect ~1.5-2x.
 """
