@@ -7,12 +7,12 @@ and an apply pass): each pass reads, and most write, the (128, 64, 66, 66) activ
 channels x 66 x 66 = 34,848 contiguous floats (139 KB) -- a block of 1024 threads. Pass 1 adds the
 bias, applies GELU (erf form), writes the result into the output as scratch and sums v and v^2 in
 double (so E[v^2] - E[v]^2 loses nothing to cancellation); a warp-shuffle block reduction gives the
-mean and biased variance; pass 2 re-reads the scratch (its own writes, still in L2: ~130 resident
-groups x 139 KB fit the 60 MB L2 easily) and writes (v - mean) * rstd * weight[c] + bias[c] over
-it. DRAM sees one read and one write of the activation. The conv runs with TF32 off (true fp32, as
-the check requires), while eager's timed run lets cuDNN use TF32, so the head is slower than
-eager's and the saving has to pay for that. The head is 8.6 GFLOP and the saving ~420 MB of
-traffic: expect ~1.0-1.3x.
+mean and biased variance; pass 2 re-reads the scratch (its own writes, still in L2: at most 2
+resident blocks per SM, 264 x 139 KB = 37 MB, fit the 50 MB L2) and writes (v - mean) * rstd *
+weight[c] + bias[c] over it. DRAM sees one read and one write of the activation. The conv runs with
+TF32 off (true fp32, as the check requires), while eager's timed run lets cuDNN use TF32, so the
+head is slower than eager's and the saving has to pay for that. The head is 8.6 GFLOP and the
+saving ~420 MB of traffic: expect ~1.0-1.3x.
 """
 import torch
 import torch.nn as nn

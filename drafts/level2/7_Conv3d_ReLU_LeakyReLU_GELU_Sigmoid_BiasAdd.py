@@ -7,9 +7,9 @@ conv runs with bias=None and one kernel does all of it in registers (the LeakyRe
 is a no-op, kept because it is free), reading and writing the activation once (~206 MB). GELU is
 the exact erf form (F.gelu's default) and sigmoid 1 / (1 + exp(-v)), as torch computes them. The
 grid is (x, C, N), so the channel comes from the block index, not a division. The conv runs with
-TF32 off (true fp32, as the check requires), while eager's timed run lets cuDNN use TF32, so the
-head is slower than eager's and the saving has to pay for that. With 3 input channels the conv is
-small and memory-bound: expect ~1.5-2.5x, since eager's time is mostly the six passes.
+TF32 off (true fp32, as the check requires), while eager's timed run lets cuDNN use TF32; with 3
+input channels the conv is small and memory-bound, so that costs little: expect ~1.5-2.5x, since
+eager's time is mostly the six passes.
 """
 import torch
 import torch.nn as nn
