@@ -1,30 +1,41 @@
-"""Conv2d on cuDNN without its bias, then one kernel for conv bias + ReLU + the extra bias.
+"""The whole model in one kernel: a direct 3x3 convolution with ReLU and both biases in its epilogue.
 
-Eager runs the cuDNN convolution, a separate add of the conv's own bias (PyTorch adds it after
-cuDNN returns), ReLU and the broadcast bias add: four kernels, three of which read and write the
-(128, 16, 30, 30) activation (7.4 MB) once more each. Here the conv runs with bias=None and one
-elementwise kernel computes relu(conv + b_conv[c]) + bias[c] in registers: one read and one write
-of the activation instead of three of each. The grid is (x, C, N), so the
-channel comes from the block index and no per-element 64-bit division is needed. The bias add
-keeps the reference's order of operations, so it is bit-identical apart from the conv itself,
-which runs with TF32 off (true fp32, as the check requires). The work is small, so launches
-dominate: expect ~1.3-1.6x.
+With 3 input channels and a 3x3 kernel each output is a 27-term dot product: the conv is 128 x 16
+x 30 x 30 x 27 = 50M multiply-adds, a few microseconds of FMA issue on 132 SMs, and its input is
+only 1.5 MB. Eager spends its time elsewhere: cuDNN's implicit GEMM (poorly shaped for K = 27),
+then a separate add of the conv bias (PyTorch adds it after cuDNN returns), ReLU and the
+broadcast bias add, three passes over the (128, 16, 30, 30) activation (7.4 MB) and four
+launches. Here one thread per output reads its 3 x 3 x 3 input window (neighbouring threads read
+neighbouring columns, so loads coalesce and the window re-reads hit L1), multiplies by the 27
+weights of its channel (the same for the whole block: broadcast loads), and writes
+relu(acc + b_conv[c]) + bias[c] once. The grid is (x, C_out, N), so channel and sample come from
+the block index. All plain fp32 FMA, no TF32; only the summation order differs from cuDNN's. One
+launch and one write instead of four and three: expect ~1.5-2.5x, bound by launch overhead.
 """
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 import cudal1
 
 _k = cudal1.load_cuda(r"""
-extern "C" __global__ void relu_bias(const float* __restrict__ x, const float* __restrict__ cb,
-        const float* __restrict__ bias, float* __restrict__ y, long long C, long long inner) {
-    const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;  // index in the plane
-    if (i >= inner) return;
-    const long long c = blockIdx.y, plane = blockIdx.z * C + c;  // grid (x, C, N): no division
-    float v = x[plane * inner + i] + cb[c];  // the conv's own bias
-    v = v > 0.f ? v : (v == v ? 0.f : v);    // torch.relu, NaN stays NaN
-    y[plane * inner + i] = v + bias[c];       // bias (C, 1, 1)
+// x: (N, Cin, H, W), w: (Cout, Cin, K, K); y: (N, Cout, OH, OW), stride 1, no padding.
+extern "C" __global__ void conv_relu_bias(const float* __restrict__ x, const float* __restrict__ w,
+        const float* __restrict__ cb, const float* __restrict__ bias, float* __restrict__ y,
+        long long Cin, long long H, long long W, int K, int OH, int OW) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;  // output index in the (OH, OW) plane
+    if (i >= OH * OW) return;
+    const long long co = blockIdx.y, n = blockIdx.z;
+    const int oh = i / OW, ow = i % OW;
+    const float* xn = x + n * Cin * H * W + oh * W + ow;  // the window's top-left, channel 0
+    const float* wc = w + co * Cin * K * K;
+    float acc = 0.f;
+    for (long long ci = 0; ci < Cin; ++ci)
+        for (int kh = 0; kh < K; ++kh)
+            for (int kw = 0; kw < K; ++kw)
+                acc = fmaf(__ldg(xn + (ci * H + kh) * W + kw), __ldg(wc + (ci * K + kh) * K + kw), acc);
+    float v = acc + cb[co];               // the conv's bias
+    v = v > 0.f ? v : (v == v ? 0.f : v);  // torch.relu, NaN stays NaN
+    y[(n * gridDim.y + co) * OH * OW + i] = v + bias[co];  // bias (C, 1, 1)
 }""")
 
 
@@ -36,13 +47,20 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         c = self.conv
-        tf32 = torch.backends.cudnn.allow_tf32
-        torch.backends.cudnn.allow_tf32 = False  # true fp32, as the check requires
-        x = F.conv2d(x, c.weight, None, c.stride, c.padding, c.dilation, c.groups).contiguous()
-        torch.backends.cudnn.allow_tf32 = tf32
-        N, C = x.shape[:2]
-        inner = x[0, 0].numel()
-        y = torch.empty_like(x)  # (B, C, H, W)
-        _k.relu_bias(((inner + 255) // 256, C, N), 256, x.data_ptr(), c.bias.data_ptr(),
-                     self.bias.contiguous().data_ptr(), y.data_ptr(), C, inner)
+        plain = c.stride == (1, 1) and c.padding == (0, 0) and c.dilation == (1, 1) and c.groups == 1 \
+            and c.kernel_size[0] == c.kernel_size[1]
+        if not plain or x.shape[0] > 65535 or c.out_channels > 65535:  # not covered here: torch's way
+            tf32 = torch.backends.cudnn.allow_tf32
+            torch.backends.cudnn.allow_tf32 = False  # true fp32, as the check requires
+            x = c(x)
+            torch.backends.cudnn.allow_tf32 = tf32
+            return torch.relu(x) + self.bias
+        x = x.contiguous()
+        N, Cin, H, W = x.shape
+        K = c.kernel_size[0]
+        OH, OW = H - K + 1, W - K + 1
+        y = x.new_empty(N, c.out_channels, OH, OW)
+        _k.conv_relu_bias(((OH * OW + 255) // 256, c.out_channels, N), 256, x.data_ptr(),
+                          c.weight.contiguous().data_ptr(), c.bias.data_ptr(), self.bias.contiguous().data_ptr(),
+                          y.data_ptr(), Cin, H, W, K, OH, OW)
         return y
