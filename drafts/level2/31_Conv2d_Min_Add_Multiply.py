@@ -1,13 +1,13 @@
 """Conv2d on cuDNN, then min with the constant, the bias add and the scale in one elementwise pass.
 
 Eager writes the (128, 16, 30, 30) conv output (7.4 MB) and runs three elementwise kernels on it
--- torch.min against a 0-dim tensor (which also costs a host-to-device copy of that tensor on every
-call), the add of the (16, 1, 1) bias and the multiply -- each a read and a write. One kernel
-reading the conv output once and writing (min(v, c) + bias[ch]) * s (the
-channel is (i / HW) % C) does it all. The order of operations is the reference's, so the result is
-bitwise the same epilogue on the conv output. The min cannot be folded into the conv, and the bias
-and scale come after it, so no weight folding applies. The conv runs with TF32 off, as the
-check's reference does. Expect ~1.3-2x: small tensors, launch-bound.
+-- torch.min against a 0-dim tensor (which also builds a CPU tensor on every call), the add of the
+(16, 1, 1) bias and the multiply -- each a read and a write. One kernel that reads the conv output
+once and writes (min(v, c) + bias[ch]) * s, with the channel ch = (i / HW) % C, does it all. The
+order of operations is the reference's, so each value gets the same three roundings as in eager's
+three kernels. The min cannot be folded into the conv, and the bias and scale come after it, so no
+weight folding applies. The conv runs with TF32 off, as the check's reference does. Expect
+~1.3-2x: small tensors, launch-bound.
 """
 import torch
 import torch.nn as nn
