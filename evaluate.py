@@ -1131,6 +1131,16 @@ def _why(best, nbytes, ref_ms, eager_err, peak):
     return "open: see the solution's docstring"
 
 
+def record(status, message="", speedup=None):
+    """A record the judge did not make (an answer that did not parse, a solution measured earlier), in
+    the judge's shape. Every record carries status ("ok", or why not: "parse_error", "compile_error",
+    "runtime_error", "incorrect", "timeout", "skipped", "error", "cheat:<kind>"), message (what went
+    wrong, "" when ok), correct (status "ok" and a solution judged, not a reference timed alone) and
+    speedup (reference median / solution median, None when not measured). The judge's own records also
+    carry task, solution, the timings, tolerance and env."""
+    return dict(status=status, message=message, correct=status == "ok", speedup=speedup)
+
+
 def read_records(path):
     """The records of a JSONL file, the last one per (task, solution): a pair judged again (a
     not_run placeholder, then its record) counts once. A line cut short by a kill is skipped."""
