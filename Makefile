@@ -21,18 +21,14 @@ ifndef PYTHON
   endif
 endif
 
-# ---- native builds: arch from GPU=, else from the GPU present, else Hopper (compile-only here)
-ARCH_h100 := sm_90
-ARCH_h200 := sm_90
-ARCH_h20 := sm_90
-ARCH_a100 := sm_80
-ARCH_l40 := sm_89
-ARCH_3090 := sm_86
+# ---- native builds: arch from GPU= (its entry in evaluate.GPUS, the one table of GPUs), else from
+# the GPU present, else Hopper (compile-only here). python3, not PYTHON: it works before `make setup`.
 ifneq ($(GPU),)
-  ARCH ?= $(ARCH_$(GPU))
-  ifeq ($(ARCH),)
-    $(error unknown GPU=$(GPU): use one of h100 h200 h20 a100 l40 3090)
+  GPU_ARCH := $(shell python3 -c "import evaluate; print(evaluate.GPUS['$(GPU)'][3])" 2>/dev/null)
+  ifeq ($(GPU_ARCH),)
+    $(error unknown GPU=$(GPU): use one of $(shell python3 -c "import evaluate; print(*evaluate.GPUS)"))
   endif
+  ARCH ?= $(GPU_ARCH)
 endif
 ARCH ?= $(or $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | sed 's/\.//;s/^/sm_/'),sm_90)
 NVCC ?= nvcc

@@ -63,16 +63,17 @@ if ROOT not in sys.path:
 STRICT = dict(tolerance="strict", atol=1e-4, rtol=1e-4)  # atol scaled by rms(ref)
 KERNELBENCH = dict(tolerance="kernelbench", atol=1e-2, rtol=1e-2)  # KernelBench / CUDA-L1 rule
 # The GPUs cudal1 knows, by their GPU= name: the word nvidia-smi's name for it holds, peak HBM/GDDR
-# TB/s and peak dense bf16 TFLOP/s (datasheets). The Makefile's ARCH_* give each its nvcc arch.
-GPUS = {"h100": ("H100", 3.35, 989), "h200": ("H200", 4.8, 989), "h20": ("H20", 4.0, 148),
-        "a100": ("A100", 2.0, 312), "l40": ("L40", 0.86, 181), "3090": ("3090", 0.94, 71)}
+# TB/s and peak dense bf16 TFLOP/s (datasheets), and the nvcc arch its kernels build for. The Makefile
+# reads the arch from here with a bare python3: keep this module's top-level imports stdlib only.
+GPUS = {"h100": ("H100", 3.35, 989, "sm_90"), "h200": ("H200", 4.8, 989, "sm_90"), "h20": ("H20", 4.0, 148, "sm_90"),
+        "a100": ("A100", 2.0, 312, "sm_80"), "l40": ("L40", 0.86, 181, "sm_89"), "3090": ("3090", 0.94, 71, "sm_86")}
 
 
 def gpu_spec(name):
     """(GPU= name, TB/s, TFLOP/s) of the GPU nvidia-smi calls `name` ('NVIDIA A100-SXM4-80GB'), or
     (None, None, None). Matched word for word, so an H20 is never taken for an H200."""
     words = re.findall(r"[A-Za-z0-9]+", name or "")
-    return next(((k, tb, tf) for k, (word, tb, tf) in GPUS.items() if word in words), (None, None, None))
+    return next(((k, tb, tf) for k, (word, tb, tf, _) in GPUS.items() if word in words), (None, None, None))
 
 
 class JudgeError(Exception):
@@ -1136,6 +1137,16 @@ def _why(best, nbytes, ref_ms, eager_err, peak):
             return "launch-bound, a tie: within the judge's A/A spread on such tasks"
         return "launch-bound: a few us of GPU work, where a call's launch costs about as much as its kernel"
     return "open: see the solution's docstring"
+
+
+def record(status, message="", speedup=None):
+    """A record the judge did not make (an answer that did not parse, a solution measured earlier), in
+    the judge's shape. Every record carries status ("ok", or why not: "parse_error", "compile_error",
+    "runtime_error", "incorrect", "timeout", "skipped", "error", "cheat:<kind>"), message (what went
+    wrong, "" when ok), correct (status "ok" and a solution judged, not a reference timed alone) and
+    speedup (reference median / solution median, None when not measured). The judge's own records also
+    carry task, solution, the timings, tolerance and env."""
+    return dict(status=status, message=message, correct=status == "ok", speedup=speedup)
 
 
 def read_records(path):

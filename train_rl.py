@@ -251,8 +251,8 @@ def seed_bank(paths):
         for sol in sorted(glob.glob(os.path.join(folder, os.path.basename(t)[:-3] + ".*.py"))):
             speedup = speedups.get(cudal1.solution_name(sol))
             if speedup:
-                bank.add(key[t], cudal1.solution_code(open(sol).read()), dict(status="ok", correct=True, speedup=speedup,
-                                                                               solution=cudal1.solution_name(sol)), -1)
+                rec = dict(evaluate.record("ok", speedup=speedup), solution=cudal1.solution_name(sol))
+                bank.add(key[t], cudal1.solution_code(open(sol).read()), rec, -1)
                 n += 1
     return n
 
@@ -353,7 +353,7 @@ def judge(groups):
             text = tok.decode(row)
             source, reason = cudal1.parse_answer(text)
             answers.append(dict(task=g["task"], text=text, source=source, stopped=row[-1:] == [tok.end_id],
-                                record=dict(status="parse_error", message=reason, correct=False, speedup=None)))
+                                record=evaluate.record("parse_error", reason)))
     distinct = {}  # (task, same code) -> the first such (task, source): the same code is judged once
     for a in answers:
         if a["source"] is not None:

@@ -469,22 +469,62 @@ def _wrap(line, width=110):
 
 
 def render(spec):
-    """The task file's source: docstring, imports, Model, module constants, get_inputs, get_init_inputs."""
-    head, ops, inputs = spec["head"], spec["ops"], spec["inputs"]
-    kind = head["kind"]
-    consts = {"batch_size": inputs[0][0]}  # module constants, in order
-    args, init, fwd, words = [], [], [], []  # __init__ args, __init__ lines, forward lines, docstring phrases
-    uses_f, xs = False, ["x", "y"] if kind == "bmm" else ["x"]
+    """The task file's source: docstring, imports, Model, module constants, get_inputs, get_init_inputs.
+    The head and each op give lines of Model.__init__ and forward, a phrase of the docstring, and the
+    module constants they need (_render_head, _render_elementwise, _render_reduction)."""
+    consts, args = {"batch_size": spec["inputs"][0][0]}, []  # module constants, in order; __init__'s args
 
-    def const(name, value):  # a module constant passed to __init__; a fresh name when taken
+    def const(name, value, arg=True):  # a module constant (an __init__ arg unless arg=False); a fresh name when taken
         name = name if name not in consts else next(f"{name}_{i}" for i in range(2, 99) if f"{name}_{i}" not in consts)
         consts[name] = value
-        args.append(name)
+        if arg:
+            args.append(name)
         return name
 
+    init, fwd, words, inputs_src = _render_head(spec, const)
+    if any(op["kind"] == "residual" for op in spec["ops"]):
+        fwd.append("residual = x  # the head's output, added back below")
+    states = trace(spec)
+    for op, s, after in zip(spec["ops"], states, states[1:]):
+        op_init, line, word = _render_elementwise(op, s, const) or _render_reduction(op, s, after, const)
+        init += op_init
+        fwd.append(line)
+        words.append(word)
+
+    xs = ["x", "y"] if spec["head"]["kind"] == "bmm" else ["x"]
+    lines = [f'"""{_docstring(words, spec["inputs"], states[-1]["shape"])}"""', "import torch", "import torch.nn as nn"]
+    if any("= F." in line for line in fwd):  # forward calls torch.nn.functional
+        lines.append("import torch.nn.functional as F")
+    lines += ["", "", "class Model(nn.Module):", *_wrap(f"    def __init__(self{''.join(', ' + a for a in args)}):"),
+              "        super().__init__()"]
+    lines += [w for line in init for w in _wrap("        " + line)]
+    lines += ["", f"    def forward(self, {', '.join(xs)}):"] + ["        " + line for line in fwd] + ["        return x", "", ""]
+    lines += [f"{name} = {value!r}" for name, value in consts.items()]
+    lines += ["", "", "def get_inputs():", f"    return [{', '.join(inputs_src)}]", "", "",
+              "def get_init_inputs():", *_wrap(f"    return [{', '.join(args)}]"), ""]
+    return "\n".join(lines)
+
+
+def _docstring(words, inputs, out_shape):
+    """Model's docstring: the head's and ops' phrases, then the shapes in and out."""
+    ins = " and ".join(_fmt(s, "batch") for s in inputs)
+    text = ", ".join(words) or "identity"  # no ops: only a test's variant has none
+    text = text[0].upper() + text[1:]
+    doc = f"{text}: {ins} -> {_fmt(out_shape, 'batch')}."
+    if len(doc) > 100:  # KernelBench's long form: what it computes, a blank line, the shapes
+        doc = f"{textwrap.fill(text + '.', 100)}\n\n{ins} -> {_fmt(out_shape, 'batch')}.\n"
+    return doc
+
+
+def _render_head(spec, const):
+    """The head as (__init__ lines, forward lines, docstring phrases, get_inputs' tensors); its sizes
+    become module constants through const(name, value, arg)."""
+    head, inputs = spec["head"], spec["inputs"]
+    kind = head["kind"]
+    init, fwd, words = [], [], []
     if kind in ("gemm", "matmul"):
-        consts.update(in_features=head["fin"], out_features=head["fout"])
-        args += ["in_features", "out_features"]
+        const("in_features", head["fin"])
+        const("out_features", head["fout"])
         if kind == "gemm":
             init.append("self.gemm = nn.Linear(in_features, out_features)")
             fwd.append(f"x = self.gemm(x)  # {_fmt(spec['out'])}")
@@ -493,25 +533,28 @@ def render(spec):
             fwd.append(f"x = torch.matmul(x, self.weight)  # {_fmt(spec['out'])}")
         inputs_src = ["torch.randn(batch_size, in_features)"]
     elif kind == "bmm":
-        consts.update(m=inputs[0][1], k=inputs[0][2], n=inputs[1][2])
+        for name, value in (("m", inputs[0][1]), ("k", inputs[0][2]), ("n", inputs[1][2])):
+            const(name, value, arg=False)
         fwd.append(f"x = torch.bmm(x, y)  # {_fmt(spec['out'])}")
         inputs_src = ["torch.randn(batch_size, m, k)", "torch.randn(batch_size, k, n)"]
     elif kind == "none":
         names = {2: ("features",), 3: ("channels", "length"), 4: ("channels", "height", "width"),
                  5: ("channels", "depth", "height", "width")}[len(inputs[0])]
-        consts.update(zip(names, inputs[0][1:]))
+        for name, value in zip(names, inputs[0][1:]):
+            const(name, value, arg=False)
         inputs_src = [f"torch.randn(batch_size, {', '.join(names)})"]
     else:
         d = kind[-2:]
         sp = ("depth", "height", "width") if d == "3d" else ("height", "width")
-        consts.update(in_channels=head["cin"], out_channels=head["cout"], **dict(zip(sp, inputs[0][2:])),
-                      kernel_size=head["k"])
-        args += ["in_channels", "out_channels", "kernel_size"]
+        const("in_channels", head["cin"])
+        const("out_channels", head["cout"])
+        for name, value in zip(sp, inputs[0][2:]):
+            const(name, value, arg=False)
+        const("kernel_size", head["k"])
         extra = ""
         for key, name in (("stride", "stride"), ("pad", "padding"), ("opad", "output_padding")):
             if head[key] != (1 if key == "stride" else 0):
-                consts[name] = head[key]
-                args.append(name)
+                const(name, head[key])
                 extra += f", {name}={name}"
         module = "ConvTranspose" if "transpose" in kind else "Conv"
         attr = "conv_transpose" if "transpose" in kind else "conv"
@@ -523,128 +566,91 @@ def render(spec):
                                         if head["stride"] != 1 or head["pad"] else ""))
     if kind in ("gemm", "matmul", "bmm"):
         words.append(HEAD_TEXT[kind])
-    if any(op["kind"] == "residual" for op in ops):
-        fwd.append("residual = x  # the head's output, added back below")
+    return init, fwd, words, inputs_src
 
-    states = trace(spec)
-    for op, s, after in zip(ops, states, states[1:]):
-        k, c, rank = op["kind"], s["shape"][1], len(s["shape"])
-        shape_note = f"  # {_fmt(after['shape'])}" if after["shape"] != s["shape"] else ""
-        if k in PARAMS:
-            shape = const(f"{op['attr']}_shape", (c,) + (1,) * (rank - 2))
-            init_value = f"torch.rand({shape}) + 0.5" if k == "div_param" else f"torch.randn({shape})"
-            init.append(f"self.{op['attr']} = nn.Parameter({init_value})")
-            sym = {"bias": "+", "add_param": "+", "sub_param": "-", "mul_param": "*", "div_param": "/"}[k]
-            fwd.append(f"x = x {sym} self.{op['attr']}")
-            what = {"bias": "add a learned per-channel bias", "add_param": "add a learned per-channel shift",
-                    "sub_param": "subtract a learned per-channel offset", "mul_param": "multiply by a learned per-channel scale",
-                    "div_param": "divide by a learned per-channel divisor"}[k]
-            words.append(what)
-        elif k in ("mul_const", "div_const", "add_const", "sub_const"):
-            base = {"mul_const": "scaling_factor" if op.get("token") == "Scaling" else "multiplier",
-                    "div_const": "divisor", "add_const": "add_value", "sub_const": "subtract_value"}[k]
-            name = const(base, op["value"])
-            init.append(f"self.{name} = {name}")
-            sym = {"mul_const": "*", "div_const": "/", "add_const": "+", "sub_const": "-"}[k]
-            fwd.append(f"x = x {sym} self.{name}")
-            words.append({"mul_const": "multiply by", "div_const": "divide by", "add_const": "add",
-                          "sub_const": "subtract"}[k] + f" {op['value']}")
-        elif k == "residual":
-            fwd.append("x = x + residual")
-            words.append("add the head's output back")
-        elif k in ("relu", "sigmoid", "tanh"):
-            fwd.append(f"x = torch.{k}(x)")
-            words.append({"relu": "ReLU", "sigmoid": "Sigmoid", "tanh": "Tanh"}[k])
-        elif k in ("gelu", "mish", "hardswish"):
-            fwd.append(f"x = F.{k}(x)")
-            uses_f = True
-            words.append({"gelu": "GELU", "mish": "Mish", "hardswish": "HardSwish"}[k])
-        elif k == "swish":
-            fwd.append("x = x * torch.sigmoid(x)  # Swish")
-            words.append("Swish")
-        elif k == "leaky_relu":
-            name = const("negative_slope", op["value"])
-            init.append(f"self.{name} = {name}")
-            fwd.append(f"x = F.leaky_relu(x, negative_slope=self.{name})")
-            uses_f = True
-            words.append(f"LeakyReLU({op['value']})")
-        elif k in ("hardtanh", "clamp"):
-            a, b = const(f"{k}_min", op["min"]), const(f"{k}_max", op["max"])
-            init += [f"self.{a} = {a}", f"self.{b} = {b}"]
-            if k == "hardtanh":
-                fwd.append(f"x = F.hardtanh(x, min_val=self.{a}, max_val=self.{b})")
-                uses_f = True
-                words.append(f"Hardtanh({op['min']}, {op['max']})")
-            else:
-                fwd.append(f"x = torch.clamp(x, min=self.{a}, max=self.{b})")
-                words.append(f"clamp to [{op['min']}, {op['max']}]")
-        elif k in ("min_const", "max_const"):
-            bound = "max" if k == "min_const" else "min"
-            name = const(f"{k[:3]}_value", op[bound])
-            init.append(f"self.{name} = {name}")
-            fwd.append(f"x = torch.clamp(x, {bound}=self.{name})  # {k[:3]}(x, {name})")
-            words.append(f"{k[:3]} with {op[bound]}")
-        elif k == "softmax":
-            fwd.append(f"x = torch.softmax(x, dim={op['dim']})")
-            words.append(f"softmax over dim {op['dim']}")
-        elif k in ("logsumexp", "sum", "mean", "max"):
-            dims = op["dims"][0] if len(op["dims"]) == 1 else op["dims"]
-            if k == "max" and len(op["dims"]) == 1:
-                fwd.append(f"x = torch.max(x, dim={dims}, keepdim={op['keepdim']})[0]{shape_note}")
-            else:
-                fn = "amax" if k == "max" else k
-                fwd.append(f"x = torch.{fn}(x, dim={dims}, keepdim={op['keepdim']}){shape_note}")
-            where = f"dim {dims}" if len(op["dims"]) == 1 else "the spatial dims"
-            words.append(f"{'logsumexp' if k == 'logsumexp' else k} over {where}")
-        elif k == "global_avg_pool":
-            fwd.append(f"x = torch.mean(x, dim={tuple(range(2, rank))}, keepdim=True){shape_note}  # global average pool")
-            words.append("global average pool")
-        elif k in ("max_pool", "avg_pool"):
-            name = const("pool_kernel_size", op["k"])
-            mod = {"max_pool": "MaxPool", "avg_pool": "AvgPool"}[k]
-            init.append(f"self.{op['attr']} = nn.{mod}{rank - 2}d(kernel_size={name})")
-            fwd.append(f"x = self.{op['attr']}(x){shape_note}")
-            words.append(f"{mod}{rank - 2}d({op['k']})")
-        elif k in NORMS:
-            if k == "batch_norm":
-                init.append(f"self.{op['attr']} = nn.BatchNorm{max(rank - 2, 1)}d({c})")
-                words.append("BatchNorm (batch statistics)")
-            elif k == "group_norm":
-                g = const("num_groups", op["groups"])
-                init.append(f"self.{op['attr']} = nn.GroupNorm({g}, {c})")
-                words.append(f"GroupNorm({op['groups']} groups)")
-            elif k == "layer_norm":
-                init.append(f"self.{op['attr']} = nn.LayerNorm({s['shape'][-1]})")
-                words.append("LayerNorm over the last dim")
-            else:
-                init.append(f"self.{op['attr']} = nn.InstanceNorm{rank - 2}d({c})")
-                words.append("InstanceNorm")
-            fwd.append(f"x = self.{op['attr']}(x)")
-        elif k == "dropout":
-            name = const("dropout_p", op["value"])
-            init.append(f"self.{op['attr']} = nn.Dropout({name})")
-            fwd.append(f"x = self.{op['attr']}(x)")
-            words.append(f"dropout(p={op['value']})")
+
+def _render_elementwise(op, s, const):
+    """An elementwise op (affine with a constant or a per-channel parameter, the residual add, an
+    activation, a clamp) on state s as (__init__ lines, forward line, docstring phrase); None for an
+    op that is not one."""
+    k, c, rank = op["kind"], s["shape"][1], len(s["shape"])
+    if k in PARAMS:
+        shape = const(f"{op['attr']}_shape", (c,) + (1,) * (rank - 2))
+        init_value = f"torch.rand({shape}) + 0.5" if k == "div_param" else f"torch.randn({shape})"
+        sym = {"bias": "+", "add_param": "+", "sub_param": "-", "mul_param": "*", "div_param": "/"}[k]
+        what = {"bias": "add a learned per-channel bias", "add_param": "add a learned per-channel shift",
+                "sub_param": "subtract a learned per-channel offset", "mul_param": "multiply by a learned per-channel scale",
+                "div_param": "divide by a learned per-channel divisor"}[k]
+        return [f"self.{op['attr']} = nn.Parameter({init_value})"], f"x = x {sym} self.{op['attr']}", what
+    if k in ("mul_const", "div_const", "add_const", "sub_const"):
+        base = {"mul_const": "scaling_factor" if op.get("token") == "Scaling" else "multiplier",
+                "div_const": "divisor", "add_const": "add_value", "sub_const": "subtract_value"}[k]
+        name = const(base, op["value"])
+        sym = {"mul_const": "*", "div_const": "/", "add_const": "+", "sub_const": "-"}[k]
+        what = {"mul_const": "multiply by", "div_const": "divide by", "add_const": "add", "sub_const": "subtract"}[k]
+        return [f"self.{name} = {name}"], f"x = x {sym} self.{name}", f"{what} {op['value']}"
+    if k == "residual":
+        return [], "x = x + residual", "add the head's output back"
+    if k in ("relu", "sigmoid", "tanh"):
+        return [], f"x = torch.{k}(x)", {"relu": "ReLU", "sigmoid": "Sigmoid", "tanh": "Tanh"}[k]
+    if k in ("gelu", "mish", "hardswish"):
+        return [], f"x = F.{k}(x)", {"gelu": "GELU", "mish": "Mish", "hardswish": "HardSwish"}[k]
+    if k == "swish":
+        return [], "x = x * torch.sigmoid(x)  # Swish", "Swish"
+    if k == "leaky_relu":
+        name = const("negative_slope", op["value"])
+        return ([f"self.{name} = {name}"], f"x = F.leaky_relu(x, negative_slope=self.{name})",
+                f"LeakyReLU({op['value']})")
+    if k in ("hardtanh", "clamp"):
+        a, b = const(f"{k}_min", op["min"]), const(f"{k}_max", op["max"])
+        init = [f"self.{a} = {a}", f"self.{b} = {b}"]
+        if k == "hardtanh":
+            return init, f"x = F.hardtanh(x, min_val=self.{a}, max_val=self.{b})", f"Hardtanh({op['min']}, {op['max']})"
+        return init, f"x = torch.clamp(x, min=self.{a}, max=self.{b})", f"clamp to [{op['min']}, {op['max']}]"
+    if k in ("min_const", "max_const"):
+        bound = "max" if k == "min_const" else "min"  # min(x, v) clamps from above
+        name = const(f"{k[:3]}_value", op[bound])
+        return ([f"self.{name} = {name}"], f"x = torch.clamp(x, {bound}=self.{name})  # {k[:3]}(x, {name})",
+                f"{k[:3]} with {op[bound]}")
+    return None
+
+
+def _render_reduction(op, s, after, const):
+    """An op that reads more than one element (softmax, a reduction, a pool, a norm) or dropout, on
+    state s giving state `after`, as (__init__ lines, forward line, docstring phrase)."""
+    k, c, rank = op["kind"], s["shape"][1], len(s["shape"])
+    shape_note = f"  # {_fmt(after['shape'])}" if after["shape"] != s["shape"] else ""
+    if k == "softmax":
+        return [], f"x = torch.softmax(x, dim={op['dim']})", f"softmax over dim {op['dim']}"
+    if k in ("logsumexp", "sum", "mean", "max"):
+        dims = op["dims"][0] if len(op["dims"]) == 1 else op["dims"]
+        if k == "max" and len(op["dims"]) == 1:
+            line = f"x = torch.max(x, dim={dims}, keepdim={op['keepdim']})[0]{shape_note}"
         else:
-            raise ValueError(k)
-
-    ins = " and ".join(_fmt(s, "batch") for s in inputs)
-    text = ", ".join(words) or "identity"  # no ops: only a test's variant has none
-    text = text[0].upper() + text[1:]
-    doc = f"{text}: {ins} -> {_fmt(states[-1]['shape'], 'batch')}."
-    if len(doc) > 100:  # KernelBench's long form: what it computes, a blank line, the shapes
-        doc = f"{textwrap.fill(text + '.', 100)}\n\n{ins} -> {_fmt(states[-1]['shape'], 'batch')}.\n"
-    lines = [f'"""{doc}"""', "import torch", "import torch.nn as nn"]
-    if uses_f:
-        lines.append("import torch.nn.functional as F")
-    lines += ["", "", "class Model(nn.Module):", *_wrap(f"    def __init__(self{''.join(', ' + a for a in args)}):"),
-              "        super().__init__()"]
-    lines += [w for line in init for w in _wrap("        " + line)]
-    lines += ["", f"    def forward(self, {', '.join(xs)}):"] + ["        " + line for line in fwd] + ["        return x", "", ""]
-    lines += [f"{name} = {value!r}" for name, value in consts.items()]
-    lines += ["", "", "def get_inputs():", f"    return [{', '.join(inputs_src)}]", "", "",
-              "def get_init_inputs():", *_wrap(f"    return [{', '.join(args)}]"), ""]
-    return "\n".join(lines)
+            line = f"x = torch.{'amax' if k == 'max' else k}(x, dim={dims}, keepdim={op['keepdim']}){shape_note}"
+        return [], line, f"{k} over {f'dim {dims}' if len(op['dims']) == 1 else 'the spatial dims'}"
+    if k == "global_avg_pool":
+        return ([], f"x = torch.mean(x, dim={tuple(range(2, rank))}, keepdim=True){shape_note}  # global average pool",
+                "global average pool")
+    if k in ("max_pool", "avg_pool"):
+        name = const("pool_kernel_size", op["k"])
+        mod = {"max_pool": "MaxPool", "avg_pool": "AvgPool"}[k]
+        return ([f"self.{op['attr']} = nn.{mod}{rank - 2}d(kernel_size={name})"],
+                f"x = self.{op['attr']}(x){shape_note}", f"{mod}{rank - 2}d({op['k']})")
+    if k == "dropout":
+        name = const("dropout_p", op["value"])
+        return [f"self.{op['attr']} = nn.Dropout({name})"], f"x = self.{op['attr']}(x)", f"dropout(p={op['value']})"
+    if k == "batch_norm":
+        layer, what = f"nn.BatchNorm{max(rank - 2, 1)}d({c})", "BatchNorm (batch statistics)"
+    elif k == "group_norm":
+        layer, what = f"nn.GroupNorm({const('num_groups', op['groups'])}, {c})", f"GroupNorm({op['groups']} groups)"
+    elif k == "layer_norm":
+        layer, what = f"nn.LayerNorm({s['shape'][-1]})", "LayerNorm over the last dim"
+    elif k == "instance_norm":
+        layer, what = f"nn.InstanceNorm{rank - 2}d({c})", "InstanceNorm"
+    else:
+        raise ValueError(k)
+    return [f"self.{op['attr']} = {layer}"], f"x = self.{op['attr']}(x)", what
 
 
 def name_of(spec):
