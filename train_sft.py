@@ -511,7 +511,7 @@ def sample_answers(tasks, round, plain_only=()):
         if task in plain_only:
             continue
         bank = [dict(source=read(task), record=cudal1.REFERENCE)]  # the reference, as stage 3's bank holds it
-        bank += [dict(source=e["code"], record=dict(correct=True, speedup=s)) for s, e in measured.get(task, [])]
+        bank += [dict(source=e["code"], record=evaluate.record("ok", speedup=s)) for s, e in measured.get(task, [])]
         shown = [(b["source"], b["record"]["speedup"]) for b in cudal1.bucket_sample(bank, 2, rng=rng)]
         ids, left = cudal1.fit_prompt(tok, read(task), target, shown, args.min_answer_tokens, cfg.block_size)
         if left:
