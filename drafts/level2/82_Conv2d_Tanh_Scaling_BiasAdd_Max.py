@@ -49,8 +49,9 @@ class ModelNew(nn.Module):
         torch.backends.cudnn.allow_tf32 = tf32
         k = self.max_pool.kernel_size  # stride = kernel, no padding: floor division
         B, C, H, W = x.shape
+        bias = self.bias.expand(C, 1, 1).contiguous()  # (C, 1, 1) per-channel
         y = x.new_empty(B, C, H // k, W // k)
         n = y.numel()
-        _k.tanh_scale_bias_maxpool((n + 255) // 256, 256, x.data_ptr(), self.bias.contiguous().data_ptr(),
+        _k.tanh_scale_bias_maxpool((n + 255) // 256, 256, x.data_ptr(), bias.data_ptr(),
                                    y.data_ptr(), float(self.scaling_factor), C, H, W, H // k, W // k, k, n)
         return y
