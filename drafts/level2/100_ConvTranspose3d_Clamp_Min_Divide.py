@@ -6,7 +6,7 @@ The fused kernel reads the conv output once with float4 loads and writes the res
 (~250 MB), computing max(v, min_value) (NaN kept, as torch.clamp keeps it) and then v / divisor,
 the same two roundings in the same order as eager. One launch instead of two and half the
 epilogue traffic, ~60 us saved at H200 bandwidth. The transposed conv (32 -> 16 channels, 3x3x3,
-~30 GFLOP) dominates and runs with TF32 off for the strict fp32 check, so it may be slower than
+~7 GFLOP) dominates and runs with TF32 off for the strict fp32 check, so it may be slower than
 eager's TF32 head: expect ~1.1-1.3x.
 """
 import torch

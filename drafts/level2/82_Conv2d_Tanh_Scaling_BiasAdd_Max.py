@@ -5,7 +5,7 @@ Eager runs five kernels after the input arrives: the convolution, tanh, the mult
 fused kernel gives each thread one pooled output: it reads its 2x2 window of the conv output once,
 applies tanh(v) * scale + bias[c] to each of the four values exactly as eager orders them, takes
 the max (NaN propagates, as in max_pool2d) and writes one float. Traffic after the conv drops
-from ~37 MB over four passes to ~9 MB in one, and four launches become one. The convolution runs
+from ~50 MB over four passes to ~9 MB in one, and four launches become one. The convolution runs
 with TF32 off (the check is strict fp32), so the head itself can be a little slower than eager's.
 The whole call is a few tens of microseconds, mostly launches: expect ~1.5-2x.
 """

@@ -8,7 +8,7 @@ two passes (shifted by the mean, as accurate as torch's Welford), then each thre
 outputs: it normalizes the 2x2 window's four values, applies GroupNorm's weight and bias and the
 scale, takes the max (NaN propagates, as in max_pool2d) and clamps. The conv output is read about
 three times from cache and the (128, 16, 15, 15) result written once: one launch instead of five,
-and ~9 MB of DRAM traffic instead of ~40. The convolution runs with TF32 off (strict fp32).
+and ~9 MB of DRAM traffic instead of ~45. The convolution runs with TF32 off (strict fp32).
 Expect ~1.5-2.5x.
 """
 import torch

@@ -7,7 +7,7 @@ launches. The fused kernel gives each (sample, channel) one block: its threads w
 (15, 31, 31) grid with adjacent threads on adjacent windows (coalesced rows), scale each of the
 window's eight values as eager does before the pool, take the max (NaN propagates), and sum the
 maxima; a shuffle and shared-memory reduction gives the block's sum, divided by the window count
-and clamped to [0, 1]. After the head that is one read of the conv output and a 8 KB write. The
+and clamped to [0, 1]. After the head that is one read of the conv output and an 8 KB write. The
 head dominates and runs with TF32 off for the strict fp32 check. Expect ~1.5-2x.
 """
 import torch
