@@ -45,19 +45,19 @@ extern "C" __global__ void __launch_bounds__(256) convt_pool_softmax_sub_swish_m
         #pragma unroll
         for (int c = 0; c < CMAX; ++c) acc[c] = 0.f;
         for (int kd = 0; kd < K; ++kd) {
-            const long long td = od + p - kd;  // = id * s for a contributing input
+            const int td = (int)od + p - kd;  // = id * s for a contributing input
             if (td < 0 || td % s) continue;
-            const long long id = td / s;
+            const int id = td / s;  // 32-bit: the index math is most of the non-FMA work
             if (id >= Di) continue;
             for (int kh = 0; kh < K; ++kh) {
-                const long long th = oh + p - kh;
+                const int th = (int)oh + p - kh;
                 if (th < 0 || th % s) continue;
-                const long long ih = th / s;
+                const int ih = th / s;
                 if (ih >= Hi) continue;
                 for (int kw = 0; kw < K; ++kw) {
-                    const long long tw = ow + p - kw;
+                    const int tw = (int)ow + p - kw;
                     if (tw < 0 || tw % s) continue;
-                    const long long iw = tw / s;
+                    const int iw = tw / s;
                     if (iw >= Wi) continue;
                     for (int ci = 0; ci < Ci; ++ci) {
                         const float xv = x[(((b * Ci + ci) * Di + id) * Hi + ih) * Wi + iw];
