@@ -18,10 +18,10 @@ import torch.nn.functional as F
 
 import cudal1
 
-CMAX, WMAX = 16, 8192  # output channels per thread; weights staged in shared memory (CMAX per tap)
+CMAX, WMAX = 16, 2048  # output channels per thread; weights staged in shared memory (CMAX per tap)
 
 _k = cudal1.load_cuda(r"""
-constexpr int CMAX = 16, WMAX = 8192;
+constexpr int CMAX = 16, WMAX = 2048;
 
 __device__ __forceinline__ float epi(float v, float add) {
     v = v > 0.f ? v : v * 0.2f;                 // F.leaky_relu(x, 0.2); NaN stays NaN
