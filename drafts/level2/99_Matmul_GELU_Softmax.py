@@ -9,7 +9,6 @@ keeps output n adds the bias and applies the exact erf GELU, then the warp takes
 exp-sum and divides, as softmax does. One launch instead of three: expect ~2-3x, since both
 sides are bound by launch overhead. Rows wider than 128 outputs take the eager path.
 """
-import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
