@@ -1,19 +1,17 @@
-"""cuDNN transposed conv in true fp32; training-mode BatchNorm's statistics in a parallel reduction;
-then the BatchNorm and both average pools as one 4x4x4 pooling kernel.
+"""cuDNN transposed conv in true fp32, BatchNorm's batch statistics in a parallel reduction, then
+BatchNorm and both average pools as one 4x4x4 pooling kernel.
 
-The ConvTranspose3d output is (128, 16, 63, 63, 63): 512M floats, 2 GB. Eager then runs
-BatchNorm (a statistics pass over the 2 GB and a normalize pass that reads it again and writes
-another 2 GB), AvgPool3d(2) (reads 2 GB, writes 256 MB) and AvgPool3d(2) again: ~8 GB of traffic
-after the conv. BatchNorm applies a per-channel affine map a_c x + b_c and average pooling is
-linear, so pool(pool(bn(x))) = a_c * pool4(x) + b_c, where pool4 averages the 4x4x4 block at
-4 * (od, oh, ow) (two floor-mode 2-pools without padding cover exactly that block). So: (1) 16384
-blocks each sum x and x^2 over a 32K-element chunk of one (sample, channel) plane (fp32 per
-thread, double across the block); (2) one block per channel adds its partials in double, forms
-the batch mean and biased variance over all 63^3 positions, and updates running_mean/running_var
-as torch does; (3) one thread per output averages its 64 inputs and applies (avg - mean) *
-gamma * rstd + beta. After the conv the 2 GB is read twice and nothing large is written: ~4 GB
-instead of ~8 GB, and no 2 GB temporary. The conv runs with cuDNN's TF32 off, as the strict
-check needs, and it remains the biggest cost: expect ~1.3-1.6x.
+The ConvTranspose3d output is (128, 16, 63, 63, 63): 2 GB. Eager then runs BatchNorm (a
+statistics pass over the 2 GB, and a normalize pass that reads it again and writes 2 GB more),
+AvgPool3d(2) (reads 2 GB, writes 256 MB) and AvgPool3d(2) again: ~8 GB of traffic. BatchNorm is a
+per-channel affine map a_c x + b_c and average pooling is linear, so pool(pool(bn(x))) =
+a_c * pool4(x) + b_c, pool4 averaging the 4x4x4 block at 4 * (od, oh, ow). So: (1) 16384 blocks
+sum x and x^2 over 32K-element chunks of each (sample, channel) plane (fp32 per thread, double
+across the block); (2) a block per channel adds its partials in double, forms the batch mean and
+biased variance, and updates running_mean/running_var as torch does; (3) a thread per output
+averages its 64 inputs and applies (avg - mean) * gamma * rstd + beta. After the conv the 2 GB is
+read twice and nothing large is written (~4 GB instead of ~8 GB). The conv runs with cuDNN's TF32
+off, as the strict check needs, and remains the biggest cost: expect ~1.3-1.6x.
 """
 import torch
 import torch.nn as nn
