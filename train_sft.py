@@ -417,7 +417,8 @@ def get_batch(pool, batch_size):
 
 
 def train_step(pool, lr):
-    """One optimizer step on a fresh batch; returns (loss, tokens, flops) summed over ranks' batches."""
+    """One optimizer step on a fresh batch; returns (this rank's loss, and the tokens and FLOPs of all
+    ranks' batches, taken as this rank's times the world size)."""
     x, y, tokens, flops = get_batch(pool, args.batch_size)
     model.train()
     with cudal1.autocast(device, dtype):

@@ -5,8 +5,12 @@ tokens: ~40-60 ms per decode step where a launch-bound 12-layer forward should t
 shapes, one prompt and 4 ragged prompts x 8 samples (RL's), each decoded eagerly and as one
 replayed CUDA graph per step (generate(graph=True)); greedy answers must be equal between them.
 
-    python bench/sample_speed.py            # the GPU default model (88M) on cuda, else a tiny one on cpu
+    python bench/sample_speed.py            # train_sft.py's GPU default policy on cuda, else a tiny one on cpu
+
+The table in results/h200-sample-speed.md was measured on an earlier default (12 layers, 768 wide,
+a 4096 block: 51M parameters); the script now builds the policy train_sft.py builds on a GPU.
 """
+import math
 import os
 import sys
 import time
@@ -17,7 +21,16 @@ import cudal1  # noqa: E402
 
 cuda = torch.cuda.is_available()
 device = "cuda" if cuda else "cpu"
-cfg = (cudal1.Config(vocab_size=2048, block_size=4096, n_layer=12, n_head=12, n_kv_head=12, n_embd=768) if cuda else
+
+
+def gpu_policy():
+    """The Config train_sft.py builds on a GPU, from its DEFAULTS."""
+    d = cudal1.script_defaults("train_sft.py")["DEFAULTS"]["cuda"]
+    return cudal1.Config(vocab_size=d["vocab_size"], block_size=d["block_size"], n_layer=d["n_layer"], n_head=d["n_head"],
+                         n_kv_head=d["n_head"], n_embd=d["n_embd"], n_hidden=64 * math.ceil(8 * d["n_embd"] / 3 / 64))
+
+
+cfg = (gpu_policy() if cuda else
        cudal1.Config(vocab_size=512, block_size=1024, n_layer=2, n_head=4, n_kv_head=2, n_embd=64, n_hidden=128))
 torch.manual_seed(0)
 model = cudal1.Transformer(cfg).to(device)

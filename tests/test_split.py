@@ -1,7 +1,6 @@
 """The held-out split (cudal1.held_out): what it holds, and that no training input touches it --
 not kernels/ solutions as SFT pairs or exemplars, not stage-2 or RL task lists, not bank seeds,
 not generated training tasks."""
-import ast
 import json
 import os
 import random
@@ -84,19 +83,9 @@ def test_generated_split():
         assert gen.generate(m["seed"], "gpu")[2]["held_out"] == m["held_out"]
 
 
-def script_defaults(script, names):
-    """The module-level assignments `names` of a training script, evaluated without running it."""
-    tree = ast.parse(open(os.path.join(ROOT, script)).read())
-    env = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) in names for t in node.targets):
-            exec(compile(ast.Module([node], []), script, "exec"), env)
-    return env
-
-
 def test_default_task_lists_hold_no_held_out_task():
-    sft = script_defaults("train_sft.py", ("FIRST_SLICE", "DEFAULTS"))["DEFAULTS"]
-    rl = script_defaults("train_rl.py", ("CPU_TASKS", "GPU_TASKS", "DEFAULTS"))["DEFAULTS"]
+    sft = cudal1.script_defaults("train_sft.py")["DEFAULTS"]
+    rl = cudal1.script_defaults("train_rl.py")["DEFAULTS"]
     lists = [d["sample_tasks"] for d in sft.values()] + [d["rl_tasks"] for d in rl.values()]
     tasks = [t for tl in lists for t in tl.split(",")]
     assert tasks and not [t for t in tasks if cudal1.held_out(t)]
