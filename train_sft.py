@@ -447,9 +447,9 @@ def data_loss(pool):
     return total / count
 
 
-def save(step, round):
+def save(step, rnd):
     if master:
-        cudal1.save_checkpoint(args.out, raw_model, tok, {"settings": vars(args), "step": step, "round": round},
+        cudal1.save_checkpoint(args.out, raw_model, tok, {"settings": vars(args), "step": step, "round": rnd},
                                optimizer)
 
 
@@ -499,13 +499,13 @@ def sample(jobs, n, temperature, g):
     return answers
 
 
-def sample_answers(tasks, round, plain_only=()):
+def sample_answers(tasks, rnd, plain_only=()):
     """num_samples answers per task to its plain prompt and as many to a contrastive prompt showing
     up to two of its variants -- the reference at 1.00x and its measured kernels/ solutions, drawn as
     stage 3 draws from its bank -- sampled together (tasks in `plain_only`: the plain prompt alone):
     a list of dicts (task, prompt 'plain'/'contrastive', text, stopped)."""
-    g = torch.Generator(device).manual_seed(args.seed + 1000 * round + rank)
-    rng = random.Random(args.seed + 1000 * round + rank)  # exemplar draws
+    g = torch.Generator(device).manual_seed(args.seed + 1000 * rnd + rank)
+    rng = random.Random(args.seed + 1000 * rnd + rank)  # exemplar draws
     jobs = []  # (task, prompt kind, prompt ids)
     for task in tasks:
         jobs.append((task, "plain", tok.encode_prompt(cudal1.plain_prompt(read(task), target))))
@@ -557,24 +557,24 @@ def rates(answers):
                 rejects=dict(Counter(a["reason"] for a in answers if a["reason"]).most_common(5)))
 
 
-def round_stats(answers, round, final):
+def round_stats(answers, rnd, final):
     """The round's line: rates of the plain-prompt answers, and of the contrastive ones apart."""
     best = {}
     for a in answers:
         if a["record"] and a["record"]["correct"] and a["record"]["speedup"]:
             best[a["task"]] = max(best.get(a["task"], 0.0), a["record"]["speedup"])
-    return dict(round=round, final=final, **rates([a for a in answers if a["prompt"] == "plain"]),
+    return dict(round=rnd, final=final, **rates([a for a in answers if a["prompt"] == "plain"]),
                 contrastive=rates([a for a in answers if a["prompt"] == "contrastive"]), best_per_task=best)
 
 
-def new_solutions(answers, round):
+def new_solutions(answers, rnd):
     """The correct answers whose code is neither a kernels/ solution nor kept before, once each."""
     seen = {code_key(e["task"], e["code"]) for e in examples} | {code_key(k["task"], k["source"]) for k in kept}
     new = []
     for a in answers:
         if a["record"] is not None and a["record"]["correct"] and code_key(a["task"], a["source"]) not in seen:
             seen.add(code_key(a["task"], a["source"]))
-            new.append(dict(round=round, task=a["task"], text=a["text"], source=a["source"],
+            new.append(dict(round=rnd, task=a["task"], text=a["text"], source=a["source"],
                             speedup=a["record"]["speedup"]))
     return new
 
