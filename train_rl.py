@@ -332,11 +332,11 @@ def step_tasks(step):
 
 
 def make_prompt(task, rng):
-    """(prompt ids, exemplars shown): plain, or the task with up to --exemplars earlier correct
+    """(prompt ids, how many exemplars it shows): plain, or the task with up to --exemplars earlier correct
     solutions drawn from the bank; the slowest is dropped first while the prompt is too long."""
-    shown = [] if args.plain else cudal1.bucket_sample(bank.correct(key[task]), args.exemplars, args.buckets,
+    drawn = [] if args.plain else cudal1.bucket_sample(bank.correct(key[task]), args.exemplars, args.buckets,
                                                         args.bucket_temperature, rng)
-    ids, kept = cudal1.fit_prompt(tok, read(task), target, [(e["source"], e["record"]["speedup"]) for e in shown],
+    ids, kept = cudal1.fit_prompt(tok, read(task), target, [(e["source"], e["record"]["speedup"]) for e in drawn],
                                   args.min_answer_tokens, cfg.block_size)  # an empty bank shows nothing: plain
     return ids, len(kept)
 
@@ -439,23 +439,23 @@ def save():
 
 def sample(step):
     """This rank's share of the step's tasks, G answers to each task's prompt, decoded together in
-    one batch: groups (task, prompt ids, rows of answer ids, exemplars shown)."""
+    one batch: groups (task, prompt ids, rows of answer ids, n_shown: how many exemplars its prompt shows)."""
     rng = random.Random(f"{args.seed}-{step}-{rank}")  # exemplar draws
     gen = torch.Generator(device).manual_seed(args.seed * 1_000_003 + step * 1000 + rank)
     mine = step_tasks(step)[rank::world]
-    prompts = [make_prompt(task, rng) for task in mine]  # (ids, exemplars shown) per task
+    prompts = [make_prompt(task, rng) for task in mine]  # (ids, n_shown) per task
     rows = cudal1.generate(cudal1.sampling_model(model, dtype), [ids for ids, _ in prompts], G,
                            args.max_new_tokens or cfg.block_size, args.temperature, args.top_k, args.top_p,
                            gen, tok.end_id, bool(args.cuda_graphs)) if prompts else []  # a rank may have no task this step
-    return [dict(task=task, prompt=ids, rows=r, shown=shown) for task, (ids, shown), r in zip(mine, prompts, rows)]
+    return [dict(task=task, prompt=ids, rows=r, n_shown=n) for task, (ids, n), r in zip(mine, prompts, rows)]
 
 
-def share(answers, rejudged, shown):
+def share(answers, rejudged, n_shown):
     """Every rank's answers, re-judgements and exemplar counts, on every rank."""
     if not ddp:
-        return answers, rejudged, shown
+        return answers, rejudged, n_shown
     parts = [None] * world
-    dist.all_gather_object(parts, (answers, rejudged, shown))
+    dist.all_gather_object(parts, (answers, rejudged, n_shown))
     return [a for p in parts for a in p[0]], [s for p in parts for s in p[1]], [n for p in parts for n in p[2]]
 
 
@@ -481,7 +481,7 @@ def update_bank(answers, step):
             write_candidate(new, step)
 
 
-def log_step(step, answers, rejudged, shown, loss, times):
+def log_step(step, answers, rejudged, n_shown, loss, times):
     """One line per step on screen, the same numbers in log.jsonl; every answer in answers.jsonl."""
     t0, t1, t2, t3 = times
     n = len(answers)
@@ -499,7 +499,7 @@ def log_step(step, answers, rejudged, shown, loss, times):
                 stopped=sum(a["stopped"] for a in answers) / n, parsed=parsed, compiled=compiled, correct=correct,
                 copied=copied, known=sum(a["known"] for a in answers) / n,
                 composed=sum(len(cudal1.moves_shown(a["source"])) >= 2 for a in good) / max(1, len(good)),
-                exemplars=statistics.mean(shown) if shown else 0, best=best, rejudged=len(rejudged),
+                exemplars=statistics.mean(n_shown) if n_shown else 0, best=best, rejudged=len(rejudged),
                 statuses=dict(Counter(r["status"] for r in recs)),
                 rejects=dict(Counter(r["message"] for r in recs if r["status"] == "parse_error").most_common(3)),
                 sample_s=round(t1 - t0, 1), judge_s=round(t2 - t1, 1), train_s=round(t3 - t2, 1),
@@ -546,9 +546,9 @@ while step < args.steps:
     t3 = time.time()
     for a, r, k in zip(answers, rewards, known):
         a["reward"], a["known"] = r, k
-    answers, rejudged, shown = share(answers, rejudged, [g["shown"] for g in groups])
+    answers, rejudged, n_shown = share(answers, rejudged, [g["n_shown"] for g in groups])
     update_bank(answers, step)
-    log_step(step, answers, rejudged, shown, loss, (t0, t1, t2, t3))
+    log_step(step, answers, rejudged, n_shown, loss, (t0, t1, t2, t3))
 
     # ---- save; stop at the time limit (rank 0's clock decides for everyone)
     step += 1
