@@ -427,6 +427,13 @@ class Config:
     def head_size(self):
         return self.head_dim or self.n_embd // self.n_head
 
+    @classmethod
+    def scratch(cls, vocab_size, block_size, n_layer, n_head, n_embd):
+        """Our from-scratch policy's shape: every head its own keys and values, and a SwiGLU width of
+        ~8/3 n_embd rounded up to a multiple of 64 (as Llama)."""
+        return cls(vocab_size=vocab_size, block_size=block_size, n_layer=n_layer, n_head=n_head, n_kv_head=n_head,
+                   n_embd=n_embd, n_hidden=64 * math.ceil(8 * n_embd / 3 / 64))
+
 
 def rope_tables(cfg):
     """cos and sin of every (position, channel) angle: two (block_size, head_dim) tables."""

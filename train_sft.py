@@ -339,9 +339,7 @@ else:
     corpus += "".join(cudal1.contrastive_prompt(read(e["task"]), e["where"], shown) for e, shown in cpairs)
     corpus += "".join(cudal1.plain_prompt(read(t), target) for t in sample_tasks)
     tok = cudal1.Tokenizer.train(corpus, args.vocab_size)
-    cfg = cudal1.Config(vocab_size=tok.vocab_size, block_size=args.block_size, n_layer=args.n_layer,
-                        n_head=args.n_head, n_kv_head=args.n_head, n_embd=args.n_embd,
-                        n_hidden=64 * math.ceil(8 * args.n_embd / 3 / 64))
+    cfg = cudal1.Config.scratch(tok.vocab_size, args.block_size, args.n_layer, args.n_head, args.n_embd)
     model = cudal1.Transformer(cfg).to(device)
     meta = {}
 raw_model = model

@@ -10,7 +10,6 @@ replayed CUDA graph per step (generate(graph=True)); greedy answers must be equa
 The table in results/h200-sample-speed.md was measured on an earlier default (12 layers, 768 wide,
 a 4096 block: 51M parameters); the script now builds the policy train_sft.py builds on a GPU.
 """
-import math
 import os
 import sys
 import time
@@ -26,8 +25,7 @@ device = "cuda" if cuda else "cpu"
 def gpu_policy():
     """The Config train_sft.py builds on a GPU, from its DEFAULTS."""
     d = cudal1.script_defaults("train_sft.py")["DEFAULTS"]["cuda"]
-    return cudal1.Config(vocab_size=d["vocab_size"], block_size=d["block_size"], n_layer=d["n_layer"], n_head=d["n_head"],
-                         n_kv_head=d["n_head"], n_embd=d["n_embd"], n_hidden=64 * math.ceil(8 * d["n_embd"] / 3 / 64))
+    return cudal1.Config.scratch(d["vocab_size"], d["block_size"], d["n_layer"], d["n_head"], d["n_embd"])
 
 
 cfg = (gpu_policy() if cuda else
