@@ -176,6 +176,7 @@ if resumed and "optimizer" in meta:  # a fresh run starts a fresh optimizer: SFT
 
 # ---- tasks: those whose plain prompt leaves room for an answer
 # Held-out tasks never enter: not as RL tasks, so not as bank seeds, prompts or exemplars either.
+speedups = evaluate.measured_speedups(args.seed_bank or "") or {}  # {solution name: speedup} in --seed-bank's records
 if args.rl_tasks == "all":
     tasks, held = set(), set()
     for path in glob.glob(os.path.join(args.kernels, "level*", "*.py")):
@@ -197,7 +198,7 @@ elif args.rl_tasks == "generated":  # what stage 1 trained on: the teacher wrote
     # On the H200 a 1.5-minute run of ~2300 generated tasks saw each task once, so no prompt ever showed
     # the policy's own earlier answers. A fixed few, the same in every run and arm; a task with a measured
     # teacher solution first, so its prompt shows a real speedup beside the reference's 1.00x.
-    measured = {name.split(".")[0] for name in evaluate.measured_speedups(args.seed_bank or "") or {}}
+    measured = {name.split(".")[0] for name in speedups}
     tasks.sort(key=lambda t: ("levelG/" + os.path.basename(t)[:-3] not in measured, t))
     tasks = tasks[:args.rl_task_count or None]
 else:
@@ -230,10 +231,10 @@ key = {t: evaluate.task_key(t) for t in tasks}  # 'level1/19_ReLU.py': the bank'
 
 
 def seed_bank(paths):
-    """Adds, as step -1, the RL tasks' solutions that the judge's records in `paths` (comma-separated)
-    measured correct: kernels/ solutions, from records of this kind of device (speedups on another
-    mislead), and for generated tasks the teacher's solutions --init trained on, found by name
-    (evaluate.measured_speedups). CUDA-L1's RL starts from a pool of verified variants (on the H200,
+    """Adds, as step -1, the RL tasks' solutions that the judge's records in `paths` (--seed-bank,
+    comma-separated) measured correct: kernels/ solutions, from records of this kind of device (speedups
+    on another mislead), and for generated tasks the teacher's solutions --init trained on, found by name
+    in `speedups` (the same records, read once above). CUDA-L1's RL starts from a pool of verified variants (on the H200,
     an empty bank made the first contrastive step all plain prompts). Every rank adds the same
     entries; only rank 0 writes them."""
     n = 0
@@ -245,7 +246,6 @@ def seed_bank(paths):
                     and r.get("correct") and r.get("speedup") and os.path.exists(sol)):
                 bank.add(r["task"], cudal1.solution_code(open(sol).read()), r, -1)  # as stage 1's exemplars show it
                 n += 1
-    speedups = evaluate.measured_speedups(paths) or {}
     for t in (t for t in tasks if key[t].startswith("levelG/")):
         folder = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(t))), "solutions", "levelG")
         for sol in sorted(glob.glob(os.path.join(folder, os.path.basename(t)[:-3] + ".*.py"))):
