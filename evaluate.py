@@ -881,6 +881,7 @@ class Slot:
         child.close()
         self.phase, self.eof, self.t0 = "build", False, time.time()
         self.deadline = self.t0 + opts["timeout"]
+        self.t_ready = self.t_go = None  # when it was built, when it got its turn on the GPU
         self.times = {}  # build_s: start -> built; queue_s: built -> its turn; gpu_s: its turn -> its record
 
     def receive(self):
