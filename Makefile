@@ -72,7 +72,7 @@ clean:
 # stages 1-2: SFT on kernels/, then self-training rounds judged by evaluate.py (train_sft.py).
 # CPU: a ~1M-parameter model on the C++ solutions + 1 round on 3 level-1 tasks, ~11 min on 2 cores;
 # GPU: ~27M parameters on kernels/ + the teacher's solutions of 20000 generated tasks, then the held-out
-# line (~8 min on the H200). Writes out/sft (run again to resume; rm -rf out/sft to restart).
+# line (~8 min on the H200, estimated: 6.4 min measured without stage 2). Writes out/sft (run again to resume; rm -rf out/sft to restart).
 # INIT=DIR: fine-tune a pretrained model's Hugging Face folder (Llama, Qwen2, Qwen3) instead of a fresh one.
 SFT_FLAGS ?=
 INIT ?=
