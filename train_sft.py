@@ -17,7 +17,7 @@ same optimizer state. A last sample-and-judge pass after the final round gives t
 so every run reports parse / compile / correct rates and speedups before and after stage 2, for
 plain and for contrastive prompts.
 
---generated N (the GPU default: 20000) adds N generated training-split
+--generated N (the GPU default: 60000) adds N generated training-split
 tasks (kernelbench/generate.py) with every teacher solution that runs here (kernelbench/teacher.py)
 as plain pairs, written to <out>/generated; each stage-2 round samples --generated-sample of them
 too. At the end it judges greedy and sampled answers to --held-out-tasks held-out generated tasks
@@ -25,7 +25,7 @@ too. At the end it judges greedy and sampled answers to --held-out-tasks held-ou
 (cudal1.held_out), and prints their correct rates and geomean speedups.
 
     python train_sft.py                                    # no GPU: ~1M params, 1 round on 3 tasks; ~10 min on 2 cores (make sft)
-    python train_sft.py                                    # one GPU: ~27M params on kernels/ + 20000 generated tasks, 1 round, the held-out line
+    python train_sft.py                                    # one GPU: ~27M params on kernels/ + 60000 generated tasks, 1 round, the held-out line
     torchrun --standalone --nproc_per_node=8 train_sft.py  # 8 GPUs: each rank its own batches and share of stage-2 tasks
     python train_sft.py --device cpu --steps 20 --num-samples 2 --out /tmp/sft   # a quick smoke run anywhere
     python train_sft.py --device cpu --generated 200 --out out/sft-gen  # the curriculum on the CPU (format, not yet correct answers)
@@ -96,10 +96,12 @@ parser.add_argument("--steps", type=int, default=-1, help="optimizer steps of st
 parser.add_argument("--batch-size", type=int, default=-1, help="sequences per step per rank; -1: device default")
 parser.add_argument("--lr", type=float, default=-1, help="peak learning rate, linear warmup then cosine to 10%%; "
                     "-1: device default")
-parser.add_argument("--warmup", type=int, default=20, help="warmup steps of stage 1 and of each round "
-                    "(a fifth of its steps at most)")
+parser.add_argument("--warmup", type=int, default=-1, help="warmup steps of stage 1 and of each round "
+                    "(a fifth of its steps at most); -1: device default")
 parser.add_argument("--weight-decay", type=float, default=0.1)
 parser.add_argument("--grad-clip", type=float, default=1.0, help="max gradient norm; 0: off")
+parser.add_argument("--compile", type=int, default=-1, help="1: training steps through torch.compile (dynamic "
+                    "shapes: one graph for every batch length); 0: eagerly; -1: device default")
 # ---- stage 2
 parser.add_argument("--rounds", type=int, default=-1, help="self-training rounds; 0: stage 1 only; -1: device default")
 parser.add_argument("--num-samples", type=int, default=-1, help="answers sampled per task per round; -1: device default")
@@ -142,11 +144,13 @@ args = parser.parse_args()
 # ones). Decoding replays a CUDA graph per token: 2.0-2.8 ms a step against 52-63 ms eagerly, same
 # greedy answers (results/h200-sample-speed.md).
 # The GPU model is the curriculum's (issue 14): ~27M parameters (a 53 MiB bf16 checkpoint, small
-# enough to carry between device calls) on the library and the teacher's solutions of 20000 generated
-# tasks (~25k files, ~1 pass in 1500 steps), then stage 2 and the held-out line: 32 generated tasks
-# and the 20 KernelBench level-2 ones. On the H200 3000 tasks (~4000 files, ~5 passes, a training
-# loss of ~0.03) answered 12% of the held-out generated tasks correctly greedy, 6% sampled; 20000
-# answered 19% and 16% (results/curriculum-h200*.md): more tasks, less reciting. On the CPU a small model
+# enough to carry between device calls) on the library and the teacher's solutions of 60000 generated
+# tasks (~75k files, ~2.6 passes in 3000 steps of 64 through torch.compile), then stage 2 and the
+# held-out line: 32 generated tasks and the 20 KernelBench level-2 ones. On the H200 (held-out
+# generated correct, greedy / sampled): 3000 tasks, 1500 x 16 (~5 passes) 12% / 6%; 20000 tasks,
+# 1500 x 16 (~1 pass) 19% / 16%; 60000 tasks, 3000 x 64: 69% / 72%, geomean 1.11x / 1.29x
+# (results/curriculum-h200*.md): more tasks and ~10x the tokens. Compiled, a batch of 64 trains at
+# 1.5M tokens/s (35% MFU) where 16 eagerly trained at 0.67M (results/h200-train-speed.md). On the CPU a small model
 # learns the teacher's format from them but not to fit it to the task in the prompt (1.1M
 # parameters, 200 steps: no held-out answer parsed; 3.7M, 600 steps, ~28 min: 56-73% parsed, none
 # correct, results/curriculum-cpu-probe.md), so the CPU default stays the 3 C++ files.
@@ -154,14 +158,14 @@ FIRST_SLICE = ("19_ReLU", "20_LeakyReLU", "21_Sigmoid", "23_Softmax", "40_LayerN
                "47_Sum_reduction_over_a_dimension", "97_CosineSimilarityLoss", "12_Matmul_with_diagonal_matrices_")
 DEFAULTS = {
     "cpu": dict(n_layer=4, n_head=4, n_embd=128, block_size=3072, vocab_size=1024, steps=200, batch_size=4, lr=3e-3,
-                rounds=1, num_samples=4, round_steps=20, kinds="cpp", speedups="results/cpu.jsonl",
+                rounds=1, num_samples=4, round_steps=20, kinds="cpp", speedups="results/cpu.jsonl", compile=0, warmup=20,
                 max_new_tokens=1280, min_answer_tokens=1280, cuda_graphs=0, generated=0, generated_sample=2,
                 held_out_tasks=16,
                 sample_tasks="level1/19_ReLU.py,level1/23_Softmax.py,level1/47_Sum_reduction_over_a_dimension.py"),
-    "cuda": dict(n_layer=8, n_head=8, n_embd=512, block_size=8192, vocab_size=2048, steps=1500, batch_size=16,
-                 lr=1e-3, rounds=1, num_samples=4, round_steps=50, kinds="cuda,cpp,pytorch",
+    "cuda": dict(n_layer=8, n_head=8, n_embd=512, block_size=8192, vocab_size=2048, steps=3000, batch_size=64,
+                 lr=1e-3, warmup=100, rounds=1, num_samples=4, round_steps=50, kinds="cuda,cpp,pytorch", compile=1,
                  speedups="results/h200.jsonl,results/teacher-h200.jsonl", max_new_tokens=3072, min_answer_tokens=3072,
-                 cuda_graphs=1, generated=20000, generated_sample=8, held_out_tasks=32,
+                 cuda_graphs=1, generated=60000, generated_sample=8, held_out_tasks=32,
                  sample_tasks=",".join(f"level1/{t}.py" for t in FIRST_SLICE)),
 }
 
@@ -229,23 +233,56 @@ def load_examples(kernels_dir, tasks_dir):
     return examples
 
 
-def load_generated(n, out_dir):
-    """(examples, tasks): n generated training-split tasks (seeds 0, 1, ... of the split, sizes for
-    this device) and the teacher's solutions of each that run here (on the CPU not its CUDA
-    fuse_epilogue), made examples like kernels/ solutions; tasks: those with one at least. Written
-    to out_dir/tasks/levelG (+ NAME.json, which cudal1.held_out reads) and out_dir/solutions/levelG,
-    the layout evaluate.py pairs by id. A held-out task here is a bug in the split: stop."""
+def training_seeds(seeds):
+    """The seeds among `seeds` whose task is in the training split and not degenerate, as
+    gen.tasks(split="train") keeps them. Runs in a worker process of load_generated."""
+    from kernelbench import generate as gen
+    return [s for s in seeds if not (m := gen.generate(s, gen_size)[2])["degenerate"] and not m["held_out"]]
+
+
+def generated_chunk(seeds, out_dir):
+    """The task of each seed, as (task path, examples of its teacher solutions that run here); written
+    to out_dir by rank 0. A held-out task reaching this point is a bug in the split: stop. Runs in
+    a worker process of load_generated."""
     from kernelbench import generate as gen, teacher
-    examples, tasks = [], []
-    for name, source, meta in gen.tasks(0, n, gen_size, split="train"):
-        task = os.path.join(out_dir, "tasks", "levelG", name + ".py")
-        if meta["held_out"] or cudal1.held_out(meta):
+    out = []
+    for seed in seeds:
+        name, source, meta = gen.generate(seed, gen_size)
+        if cudal1.held_out(meta):
             raise SystemExit(f"generated training task {name} is held out: the split is broken")
         sols = [(move, sol) for move, sol in teacher.solutions(source, meta) if runs_here(sol)]
-        if master:  # one writer; the other ranks wait at the barrier below before anything reads these
+        if master:  # one writer; the other ranks wait at the barrier in load_generated
             teacher.write(out_dir, name, source, meta, sols)
-        new = [e for e in (example(task, source, teacher.solution_path(out_dir, name, move), sol)
-                           for move, sol in sols) if e]
+        task = os.path.join(out_dir, "tasks", "levelG", name + ".py")
+        out.append((task, [e for e in (example(task, source, teacher.solution_path(out_dir, name, move), sol)
+                                       for move, sol in sols) if e]))
+    return out
+
+
+def pool_map(fn, items, chunk=500):
+    """fn over `items` cut into chunks, in forked worker processes (one per core), the results joined
+    in order: the generated data costs ~4 ms of Python per task (generator, teacher, answer
+    formatting), minutes for 60000 tasks on one core. The workers touch no GPU."""
+    import multiprocessing
+    chunks = [items[i:i + chunk] for i in range(0, len(items), chunk)]
+    with multiprocessing.get_context("fork").Pool(max(1, min(len(chunks), os.cpu_count() or 1))) as pool:
+        return [x for part in pool.imap(fn, chunks) for x in part]
+
+
+def load_generated(n, out_dir):
+    """(examples, tasks): the first n generated training-split tasks (seeds 0, 1, ..., sizes for this
+    device, the tasks gen.tasks(0, n, split="train") draws) and the teacher's solutions of each that
+    run here (on the CPU not its CUDA fuse_epilogue), made examples like kernels/ solutions; tasks:
+    those with one at least. Written to out_dir/tasks/levelG (+ NAME.json, which cudal1.held_out
+    reads) and out_dir/solutions/levelG, the layout evaluate.py pairs by id."""
+    from functools import partial
+    seeds, start = [], 0
+    while len(seeds) < n:  # ~94% of seeds are training tasks: a few extra, until there are n
+        more = n - len(seeds) + 1000
+        seeds += pool_map(training_seeds, list(range(start, start + more)))
+        start += more
+    examples, tasks = [], []
+    for task, new in pool_map(partial(generated_chunk, out_dir=out_dir), seeds[:n]):
         examples += new
         tasks += [task] if new else []
     if ddp:
@@ -315,6 +352,7 @@ else:
         f"{len(examples) - sum(map(len, measured.values()))} of {len(examples)} solutions have no 'ok' record "
         f"in {args.speedups}, so no prompt shows them and no contrastive pair answers with them")
 
+TOKENIZER_GENERATED = 10000
 # ---- model: resume from --out, else start from --init, else a fresh tokenizer and model
 step, start_round = 0, 0
 if os.path.exists(os.path.join(args.out, "config.json")):
@@ -334,8 +372,10 @@ elif args.init:  # its weights and tokenizer as they are; a fresh optimizer, fro
     cfg, meta = model.config, {}
     say(f"starting from {args.init}")
 else:
-    # The tokenizer learns from every text the policy will see: prompts (all sampled tasks too) and answers.
-    corpus = "".join(e["prompt"] + e["answer"] for e in examples)
+    # The tokenizer learns from the texts the policy will see: prompts (all sampled tasks too) and
+    # answers, of every kernels/ solution and the first TOKENIZER_GENERATED generated ones (the
+    # generator repeats its phrasing, and reading every one of 60000 tasks would take minutes).
+    corpus = "".join(e["prompt"] + e["answer"] for e in examples[:len(examples) - len(gen_examples) + TOKENIZER_GENERATED])
     corpus += "".join(cudal1.contrastive_prompt(read(e["task"]), e["where"], shown) for e, shown in cpairs)
     corpus += "".join(cudal1.plain_prompt(read(t), target) for t in sample_tasks)
     tok = cudal1.Tokenizer.train(corpus, args.vocab_size)
@@ -345,15 +385,18 @@ else:
 raw_model = model
 if ddp:
     model = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
+train_model = torch.compile(model, dynamic=True) if args.compile else model  # training steps only; sampling runs raw_model
+
+
+def encode_pairs(pairs):
+    """(ids, n_prompt) per (prompt, answer); a worker of encode on a large set."""
+    return [((p := tok.encode_prompt(prompt)) + tok.encode_answer(answer), len(p)) for prompt, answer in pairs]
 
 
 def encode(pairs):
     """(ids, n_prompt) per (prompt, answer) that fits the block; prints what was dropped."""
-    out = []
-    for prompt, answer in pairs:
-        p, a = tok.encode_prompt(prompt), tok.encode_answer(answer)
-        if len(p) + len(a) <= cfg.block_size:
-            out.append((p + a, len(p)))
+    rows = pool_map(encode_pairs, pairs, 2000) if len(pairs) > 4000 else encode_pairs(pairs)
+    out = [r for r in rows if len(r[0]) <= cfg.block_size]
     if len(out) < len(pairs):
         say(f"dropped {len(pairs) - len(out)} of {len(pairs)} pairs longer than block_size {cfg.block_size}")
     return out
@@ -371,11 +414,11 @@ for e, shown in cpairs:
     prompt, left = cudal1.fit_prompt(tok, read(e["task"]), e["where"], shown, len(answer), cfg.block_size)
     if left:  # a pair whose exemplars all had to go teaches nothing contrastive
         data.append((prompt + answer, len(prompt)))
-n_bytes = sum(len(e["answer"].encode()) for e in examples)
-n_tok = sum(len(tok.encode(e["answer"])) for e in examples)
+some = examples[::max(1, len(examples) // 5000)]  # per-solution means over <= ~10000 of them
+n_bytes = sum(len(e["answer"].encode()) for e in some) / len(some)
+n_tok = sum(len(tok.encode(e["answer"])) for e in some) / len(some)
 say(f"{len(examples)} solutions ({n_plain} fit) + {len(cpairs)} contrastive pairs ({len(data) - n_plain} fit); "
-    f"answer tokens per solution {n_tok / len(examples):.0f} "
-    f"({n_bytes / len(examples):.0f} bytes, {n_bytes / n_tok:.2f} bytes/token, vocab {tok.vocab_size}); "
+    f"answer tokens per solution {n_tok:.0f} ({n_bytes:.0f} bytes, {n_bytes / n_tok:.2f} bytes/token, vocab {tok.vocab_size}); "
     f"model {raw_model.num_params() / 1e6:.2f}M params on {device} ({dtype}), {world} rank(s)")
 data = by_length(data)
 
@@ -420,7 +463,7 @@ def train_step(pool, lr):
     x, y, tokens, flops = get_batch(pool, args.batch_size)
     model.train()
     with cudal1.autocast(device, dtype):
-        loss = model(x, y)
+        loss = train_model(x, y)
     loss.backward()
     if args.grad_clip > 0:
         torch.nn.utils.clip_grad_norm_(raw_model.parameters(), args.grad_clip)
@@ -749,14 +792,14 @@ def write_report(path):
     mfu = 100 * flops / secs / (peak * world) if secs and peak else None
     stage1_s = sum(s[2] for s in speeds)
     summary = dict(command="python " + " ".join(sys.argv), env=env, world=world, dtype=str(dtype), settings=vars(args),
-                   params=raw_model.num_params(), tokens_per_solution=n_tok / len(examples), solutions=len(examples),
+                   params=raw_model.num_params(), tokens_per_solution=n_tok, solutions=len(examples),
                    solution_files=[e["path"] for e in examples], sample_tasks=sample_tasks,  # what it trained on
                    generated_tasks=gen_tasks, stage2=rounds, held_out=held,
                    stage1=dict(steps=len(speeds), seconds=stage1_s, tokens_per_s=tok_s, mfu_percent=mfu))
     sp = lambda v: "-" if v is None else f"{v:.2f}x"
     lines = [f"# train_sft.py on {env['gpu']}", "",
              f"`{summary['command']}`  ", f"commit {env['commit']}, torch {env['torch']}, {world} rank(s), {dtype}, "
-             f"{summary['params'] / 1e6:.1f}M params, {len(examples)} solutions at {n_tok / len(examples):.0f} tokens each", "",
+             f"{summary['params'] / 1e6:.1f}M params, {len(examples)} solutions at {n_tok:.0f} tokens each", "",
              "## Stage 1", "", f"{len(speeds)} steps run in {stage1_s:.0f} s; over the last half: "
              + (f"{tok_s:,.0f} tokens/s" if tok_s else "no steps run") + (f", MFU {mfu:.1f}% of dense bf16 peak" if mfu else ""),
              "", "## Stage 2 (rates over the sampled answers; speedups over the correct ones)", "",
@@ -788,4 +831,5 @@ def write_report(path):
 if master:
     write_report(args.report or os.path.join(args.out, "report"))
 if ddp:
+    dist.barrier()  # rank 0 has written the report: leave together (a rank tearing gloo down alone aborted 1 run in 4)
     dist.destroy_process_group()
