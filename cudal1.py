@@ -205,6 +205,15 @@ def launcher():
 # in fp32 (the optimizer needs the precision); training matmuls run in the compute dtype under
 # autocast, and sampling runs on a copy whose weights are already in it (sampling_model).
 
+def end_run():
+    """Leave the process group init_run joined, every rank together: a rank that tore gloo down while
+    rank 0 still wrote its report aborted 1 two-rank run in 4."""
+    import torch.distributed as dist
+    if dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
+
+
 def autodetect(device=None, dtype=None):
     """(device, dtype) of this run: arguments, else $CUDAL1_DEVICE / $CUDAL1_DTYPE, else
     cuda + bfloat16 when a GPU is present and cpu + float32 otherwise."""

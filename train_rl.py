@@ -563,5 +563,4 @@ while step < args.steps:
 
 if held_groups and held_at != step:  # the policy this run ends with
     log_held_out(step)
-if ddp:
-    dist.destroy_process_group()
+cudal1.end_run()

@@ -375,7 +375,8 @@ else:
     # The tokenizer learns from the texts the policy will see: prompts (all sampled tasks too) and
     # answers, of every kernels/ solution and the first TOKENIZER_GENERATED generated ones (the
     # generator repeats its phrasing, and reading every one of 60000 tasks would take minutes).
-    corpus = "".join(e["prompt"] + e["answer"] for e in examples[:len(examples) - len(gen_examples) + TOKENIZER_GENERATED])
+    library = examples[:len(examples) - len(gen_examples)]  # examples: kernels/ solutions, then generated ones
+    corpus = "".join(e["prompt"] + e["answer"] for e in library + gen_examples[:TOKENIZER_GENERATED])
     corpus += "".join(cudal1.contrastive_prompt(read(e["task"]), e["where"], shown) for e, shown in cpairs)
     corpus += "".join(cudal1.plain_prompt(read(t), target) for t in sample_tasks)
     tok = cudal1.Tokenizer.train(corpus, args.vocab_size)
@@ -830,6 +831,4 @@ def write_report(path):
 
 if master:
     write_report(args.report or os.path.join(args.out, "report"))
-if ddp:
-    dist.barrier()  # rank 0 has written the report: leave together (a rank tearing gloo down alone aborted 1 run in 4)
-    dist.destroy_process_group()
+cudal1.end_run()
