@@ -97,17 +97,23 @@ train: setup
 	$(MAKE) --no-print-directory rl INIT=
 
 # the paper's ablation: contrastive vs --plain RL from the same out/sft, for each of SEEDS, the same
-# steps and ABLATION_MINUTES each, then results/train-<gpu>.md (reward chart, held-out geomean per run
-# and its picture train-<gpu>.svg, best speedups); ~2 x ABLATION_MINUTES per seed
+# steps and ABLATION_MINUTES each, then results/learning-<gpu>.md (reward chart, held-out geomean per
+# run and its picture learning-<gpu>.svg, best speedups). The policy every run starts from is measured
+# on the held-out split once (out/rl-start, remade when out/sft changes) and that line is each run's step 0;
+# a seed costs ~2 x (ABLATION_MINUTES + one held-out evaluation)
 ABLATION_MINUTES ?= 3
 SEEDS ?= 1
 .PHONY: rl-ablation
-rl-ablation: setup
-	for s in $(SEEDS); do \
-	  $(PYTHON) train_rl.py --init out/sft --out out/rl-contrastive-s$$s --seed $$s --time-limit $(ABLATION_MINUTES) $(RL_FLAGS) && \
-	  $(PYTHON) train_rl.py --init out/sft --out out/rl-plain-s$$s --seed $$s --plain --time-limit $(ABLATION_MINUTES) $(RL_FLAGS) \
-	  || exit 1; done
+rl-ablation: setup out/rl-start/held_out.jsonl
+	for s in $(SEEDS); do for arm in contrastive plain; do d=out/rl-$$arm-s$$s; mkdir -p $$d; \
+	  test -f $$d/held_out.jsonl || cp out/rl-start/held_out.jsonl $$d/; \
+	  $(PYTHON) train_rl.py --init out/sft --out $$d --seed $$s $$([ $$arm = plain ] && echo --plain) \
+	    --time-limit $(ABLATION_MINUTES) $(RL_FLAGS) || exit 1; done; done
 	$(PYTHON) bench/rl_report.py $(foreach s,$(SEEDS),out/rl-contrastive-s$(s) out/rl-plain-s$(s)) --out results/learning-$(or $(GPU),cpu).md
+
+out/rl-start/held_out.jsonl: out/sft/model.safetensors
+	rm -rf out/rl-start
+	$(PYTHON) train_rl.py --init out/sft --out out/rl-start --steps 0 $(RL_FLAGS)
 
 # ---- pattern rules: one native source -> one pybind11 module named k<stem>
 # CUDART=shared links the CUDA runtime torch has already loaded instead of a private static copy.

@@ -219,9 +219,9 @@ if not tasks:
                      "--generated N writes them)" if args.rl_tasks == "generated" else ""))
 bank = cudal1.Bank(os.path.join(args.out, "bank.jsonl"), write=master)
 log_path, held_path = os.path.join(args.out, "log.jsonl"), os.path.join(args.out, "held_out.jsonl")
-for path in (log_path, held_path):
+for path, keep in ((log_path, step), (held_path, step + 1)):  # a held-out line at `step` measured this checkpoint
     if master and os.path.exists(path):  # steps past the checkpoint will run again: forget their lines
-        lines = [line for line in open(path) if line.endswith("\n") and json.loads(line)["step"] < step]
+        lines = [line for line in open(path) if line.endswith("\n") and json.loads(line)["step"] < keep]
         with open(path, "w") as f:
             f.writelines(lines)
 if master:  # the settings of this run, readable before its first checkpoint (bench/rl_report.py reads them)
@@ -307,7 +307,12 @@ def held_out_eval():
 
 
 def log_held_out(step):
-    """Measure the split at `step` (updates so far): a line in held_out.jsonl, and one on screen."""
+    """Measure the split at `step` (updates so far): a line in held_out.jsonl, and one on screen. A line
+    already there for `step` is kept, not measured again: a resumed run's checkpoint, or the policy a fresh
+    run starts from when its --out was given that line (make rl-ablation measures --init once for all runs)."""
+    if os.path.exists(held_path) and any(json.loads(line)["step"] == step for line in open(held_path)):
+        say(f"held-out at step {step}: measured already ({held_path})")
+        return 0.0
     t0 = time.time()
     stats = held_out_eval()
     if master:

@@ -2,6 +2,7 @@
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import time
@@ -331,3 +332,20 @@ def test_two_gloo_ranks_gather_every_answer_and_keep_one_bank(tmp_path):
     assert sorted(bank.entries) == sorted(["level1/19_ReLU.py", "level1/20_LeakyReLU.py"])
     log = [json.loads(line) for line in open(out / "log.jsonl")]
     assert [line["step"] for line in log] == [0, 1]  # one line per step, from rank 0 alone
+
+
+def test_held_out_line_of_the_start_is_measured_once_and_reused(tmp_path):
+    """make rl-ablation measures --init once (--steps 0) and gives every run that step-0 line."""
+    run, out, prompts = rl_runner(tmp_path, fake_judge=True)
+    run(0, "--held-out-tasks", "1")
+    start = [json.loads(line) for line in open(out / "held_out.jsonl")]
+    assert [l["step"] for l in start] == [0] and start[0]["stats"]
+    arm = tmp_path / "arm"
+    arm.mkdir()
+    shutil.copy(out / "held_out.jsonl", arm / "held_out.jsonl")
+    p = run(1, "--held-out-tasks", "1", "--out", str(arm))
+    assert "held-out at step 0: measured already" in p.stdout, p.stdout
+    lines = [json.loads(line) for line in open(arm / "held_out.jsonl")]
+    assert [l["step"] for l in lines] == [0, 1] and lines[0] == start[0]  # step 1: the policy after its update
+    p = run(1, "--held-out-tasks", "1", "--out", str(arm))  # finished: resumes at step 1, measures nothing again
+    assert [json.loads(line)["step"] for line in open(arm / "held_out.jsonl")] == [0, 1], p.stdout
