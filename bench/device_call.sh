@@ -63,6 +63,20 @@ print(','.join(s for _, s in best.values()))")
     ablation)  # issue 15's experiment from out/sft, both arms for each of SEEDS; a seed's two runs are ~2 x
                # (ABLATION_MINUTES + two held-out evaluations, not yet timed): one seed per call, then ablation-report
           timeout "${BUDGET:-540}" make -s rl-ablation GPU=h200 SEEDS="${SEEDS:-1}" ABLATION_MINUTES="${ABLATION_MINUTES:-1.5}" 2>&1 | tail -30 ;;
+    ablation-arms)  # issue 15 over calls on one warm machine: stage 1 into out/sft where this machine lacks it,
+                    # the starting policy's held-out line once, then each ARMS entry (arm-seed, e.g. "contrastive-1
+                    # plain-1") not yet run, while at least ARM_SECONDS of the call's CALL_SECONDS are left
+          test -f out/sft/model.safetensors || python3 train_sft.py --out out/sft --rounds 0 --held-out-tasks 0 \
+            --log-every 500 --report results/curriculum-h200-pad64 2>&1 | tail -12
+          test -f out/rl-start/held_out.jsonl || python3 train_rl.py --init out/sft --out out/rl-start --steps 0 2>&1 | tail -4
+          for a in ${ARMS:-contrastive-1 plain-1}; do
+            arm=${a%-*}; s=${a#*-}; d=out/rl-$arm-s$s
+            test -f $d/log.jsonl && continue
+            [ $((${CALL_SECONDS:-570} - SECONDS)) -lt "${ARM_SECONDS:-125}" ] && { echo "no time left for $a"; break; }
+            mkdir -p $d; cp out/rl-start/held_out.jsonl $d/
+            python3 train_rl.py --init out/sft --out $d --seed $s $([ $arm = plain ] && echo --plain) \
+              --time-limit "${ABLATION_MINUTES:-1}" 2>&1 | tail -5
+          done ;;
     ablation-report)  # every seed's runs under out/ in one report and picture -> results/learning-h200.{md,svg}
           python3 bench/rl_report.py $(ls -d out/rl-contrastive-s* out/rl-plain-s*) --out results/learning-h200.md 2>&1 | tail -30 ;;
     carry-sft)  # out/sft's weights in bf16 parts under $OUT/sft, to bring back here (the tool returns <= 16 MiB a file)
