@@ -81,7 +81,7 @@ sft: setup
 
 # stage 3: contrastive RL from out/sft, or from INIT=DIR (train_rl.py). CPU: 4 cheap level-1 tasks,
 # 2 per step x 4 answers, 10 steps, ~4 min on 2 cores; GPU: 8 level-1 tasks (from a curriculum checkpoint
-# 16 of its generated tasks), 4 per step x 8 answers, for 3.5 min.
+# 16 fresh generated tasks, of seeds stage 1 never drew), 4 per step x 8 answers, for 3.5 min.
 # RL_MINUTES=N stops (and saves) after the step that passes N minutes. Writes out/rl
 # (resumes); each task's best correct answer lands in out/rl/candidates/ for review, never kernels/.
 RL_FLAGS ?=

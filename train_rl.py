@@ -50,11 +50,12 @@ parser.add_argument("--init", default="out/sft", help="checkpoint to start from 
 parser.add_argument("--kernels", default="kernels", help="verified solutions: the tasks that 'all' means")
 parser.add_argument("--tasks", default="kernelbench", help="KernelBench tasks, level*/NAME.py")
 parser.add_argument("--rl-tasks", default=None, help="comma-separated paths under --tasks (level1/19_ReLU.py,...); "
-                    "'all': every task with a solution in --kernels that runs here; 'generated': the generated "
-                    "training tasks --init trained on (train_sft.py --generated); unset: 'generated' when --init "
-                    "holds them, else the device default")
-parser.add_argument("--rl-task-count", type=int, default=-1, help="'generated' keeps this many of them, those with a "
-                    "measured teacher solution first (each task must come back often enough for its prompt to show "
+                    "'all': every task with a solution in --kernels that runs here; 'fresh': generated "
+                    "training-split tasks no stage-1 run trains on (seeds from FRESH_SEED), so no answer can be "
+                    "recited; 'generated': the generated tasks --init trained on (train_sft.py --generated); "
+                    "unset: 'fresh' when --init holds generated tasks, else the device default")
+parser.add_argument("--rl-task-count", type=int, default=-1, help="'fresh' and 'generated' take this many ('generated': "
+                    "those with a measured teacher solution first (each task must come back often enough for its prompt to show "
                     "the policy's own earlier answers); 0: all; -1: device default")
 # ---- sampling
 parser.add_argument("--plain", action="store_true", help="plain prompts, no exemplars: the paper's ablation")
@@ -121,9 +122,11 @@ args = parser.parse_args()
 # On the GPU answers are capped at 3072 tokens (~1.3x the longest solution of these tasks, 40_LayerNorm
 # at 8 KB): a step samples in one batch, so one answer that never stops keeps every row decoding to
 # the end of the block (the first H200 step spent 111 s of 132 sampling). On the CPU the cap is 1280.
-# From a curriculum checkpoint (train_sft.py --generated) the tasks are --rl-task-count of the generated
-# ones it trained on instead (16 on a GPU, 4 on the CPU), seeded with the teacher's measured solutions:
-# copying a memorised library file is then no way to score. Either way the held-out split is measured
+# From a curriculum checkpoint (train_sft.py --generated) the tasks are --rl-task-count fresh generated
+# tasks instead (16 on a GPU, 4 on the CPU): the training split's kind of task, drawn from seeds no stage-1
+# run reaches, so the policy has no answer by heart. On the tasks it trained on (--rl-tasks generated,
+# seeded with the teacher's measured solutions) 99% of the correct --plain answers on the H200 were the
+# memorised teacher solution, measured again (results/learning-h200.md, 3 seeds per arm). Either way the held-out split is measured
 # before the first step, every --held-out-every steps and at the end (4 generated tasks on the CPU; 32
 # and the 20 level-2 on a GPU).
 CPU_TASKS = ["19_ReLU", "23_Softmax", "47_Sum_reduction_over_a_dimension", "97_CosineSimilarityLoss"]
@@ -141,7 +144,7 @@ DEFAULTS = {
 rank, world, device, dtype = cudal1.init_run(args.device or None, args.dtype or None)
 ddp, master = "RANK" in os.environ, rank == 0  # ddp: launched by torchrun
 if args.rl_tasks is None and os.path.isdir(os.path.join(args.init, "generated", "solutions")):
-    args.rl_tasks = "generated"  # a curriculum checkpoint: RL on the generated tasks it trained on, not on kernels/
+    args.rl_tasks = "fresh"  # a curriculum checkpoint: RL on tasks of its kind that it never saw, not on kernels/
 cudal1.fill_defaults(args, DEFAULTS[device.type])
 target = cudal1.device_name(device)  # the device named in every prompt
 say = tqdm.write if master else (lambda *a, **k: None)
@@ -177,6 +180,28 @@ if resumed and "optimizer" in meta:  # a fresh run starts a fresh optimizer: SFT
 # ---- tasks: those whose plain prompt leaves room for an answer
 # Held-out tasks never enter: not as RL tasks, so not as bank seeds, prompts or exemplars either.
 speedups = evaluate.measured_speedups(args.seed_bank or "") or {}  # {solution name: speedup} in --seed-bank's records
+FRESH_SEED = 10 ** 6  # 'fresh' tasks start here; train_sft.py --generated N reaches seed ~1.07 N
+
+
+def fresh_tasks(folder, n):
+    """Paths of n generated training-split tasks from FRESH_SEED on (the same ones in every run), written
+    to `folder` with the NAME.json that cudal1.held_out reads. Stops when --init's generated tasks
+    reach FRESH_SEED: then stage 1 trained on some of them."""
+    from kernelbench import generate as gen
+    trained = os.path.join(args.init, "generated", "tasks", "levelG")
+    seeds = [int(f.split("_")[0]) for f in os.listdir(trained) if f.endswith(".py")] if os.path.isdir(trained) else []
+    if max(seeds, default=-1) >= FRESH_SEED:
+        raise SystemExit(f"--rl-tasks fresh: {args.init} trained on generated seeds up to {max(seeds)}, past "
+                         f"FRESH_SEED = {FRESH_SEED}: these tasks would not be fresh")
+    out = []
+    for name, source, meta in gen.tasks(FRESH_SEED, n, "gpu" if device.type == "cuda" else "cpu", split="train"):
+        if master:
+            gen.write(folder, name, source, meta)
+        out.append(os.path.join(folder, name + ".py"))
+    if ddp:
+        dist.barrier()
+    return out
+
 if args.rl_tasks == "all":
     tasks, held = set(), set()
     for path in glob.glob(os.path.join(args.kernels, "level*", "*.py")):
@@ -201,6 +226,8 @@ elif args.rl_tasks == "generated":  # what stage 1 trained on: the teacher wrote
     measured = {name.split(".")[0] for name in speedups}
     tasks.sort(key=lambda t: ("levelG/" + os.path.basename(t)[:-3] not in measured, t))
     tasks = tasks[:args.rl_task_count or None]
+elif args.rl_tasks == "fresh":
+    tasks = fresh_tasks(os.path.join(args.out, "fresh", "levelG"), args.rl_task_count or 16)
 else:
     tasks = [os.path.join(args.tasks, t) for t in args.rl_tasks.split(",") if t]
     missing = [t for t in tasks if not os.path.exists(t)]

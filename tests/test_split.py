@@ -228,3 +228,37 @@ def test_rl_on_generated_tasks_seeds_the_teacher_and_measures_the_split(tmp_path
     assert all(x["stats"]["generated"]["tasks"] == 2 for x in lines)
     held = sorted(os.listdir(out / "held_out" / "levelG"))
     assert held and all(cudal1.held_out(str(out / "held_out" / "levelG" / f)) for f in held if f.endswith(".py"))
+
+
+def test_rl_from_a_curriculum_checkpoint_takes_fresh_tasks_it_never_trained_on(tmp_path):
+    # a checkpoint with generated tasks beside it: RL's tasks are the training split's kind, from seeds
+    # (FRESH_SEED on) that stage 1 never drew, none held out, none the code of a task it trained on,
+    # and the bank starts with their references alone (no teacher solution to recite)
+    sft = tmp_path / "sft"
+    tok = cudal1.Tokenizer()
+    cfg = cudal1.Config(vocab_size=tok.vocab_size, block_size=4096, n_layer=1, n_head=2, n_kv_head=2, n_embd=32, n_hidden=64)
+    cudal1.save_checkpoint(str(sft), cudal1.Transformer(cfg), tok, {"step": 0, "round": 1})
+    from kernelbench import teacher
+    trained = gen.tasks(0, 3, "cpu", split="train")
+    for name, source, meta in trained:  # the layout train_sft.py --generated leaves beside its checkpoint
+        teacher.write(str(sft / "generated"), name, source, meta, teacher.solutions(source, meta)[:1])
+    assert os.path.isdir(sft / "generated" / "solutions")
+    out = tmp_path / "rl"
+    cmd = [sys.executable, os.path.join(ROOT, "train_rl.py"), "--init", str(sft), "--device", "cpu", "--out", str(out),
+           "--steps", "0", "--rl-task-count", "3", "--held-out-tasks", "0", "--min-answer-tokens", "16"]
+    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert json.load(open(out / "settings.json"))["rl_tasks"] == "fresh"
+    bank = cudal1.Bank(str(out / "bank.jsonl"))
+    files = [str(out / "fresh" / t) for t in bank.entries]
+    assert len(files) == 3 and all(int(os.path.basename(f).split("_")[0]) >= 10 ** 6 for f in files)
+    assert not [f for f in files if cudal1.held_out(f)]
+    seen = {cudal1.same_code(source) for _, source, _ in trained}
+    assert not [f for f in files if cudal1.same_code(cudal1.read(f)) in seen]
+    assert all([e["record"]["status"] for e in bank.entries[t]] == ["reference"] for t in bank.entries), bank.entries
+    # stage 1 drew seeds up to FRESH_SEED: refused, by name
+    name, source, meta = gen.generate(10 ** 6, "cpu")
+    teacher.write(str(sft / "generated"), name, source, meta, [])
+    cmd[cmd.index("--out") + 1] = str(tmp_path / "rl2")
+    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0 and "would not be fresh" in p.stderr, p.stdout[-2000:] + p.stderr[-2000:]
