@@ -487,7 +487,14 @@ class KVCache:
         if self.start is None:
             self.start = torch.zeros(self.k.size(1), dtype=torch.long, device=self.k.device)
 
+    def claim(self, t):
+        """Refuse, before anything is written, t more slots than the cache has left. TRAP: on a GPU an
+        index_copy_ past the end is no exception but a device-side assert that kills the process."""
+        if self.pos + t > self.length:
+            raise ValueError(f"KV cache of {self.length} slots has no room for {t} more at slot {self.pos}")
+
     def update(self, i, k, v):
+        self.claim(k.size(2))
         if self.pos_t is not None:
             self.k[i].index_copy_(2, self.pos_t, k)
             self.v[i].index_copy_(2, self.pos_t, v)
@@ -680,21 +687,25 @@ def cuda_graph(step, cache):
     graph and replayed: one launch per token instead of a few thousand dispatched ops (a 12-layer
     forward is ~2800 aten calls)."""
     tok = torch.zeros(cache.k.size(1), dtype=torch.long, device=cache.k.device)  # the graph's input
-    pos = cache.pos_t.clone()
+    pos, pos_t = cache.pos, cache.pos_t.clone()
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):  # warm-up off the capture (it writes slots >= pos, rewritten later)
-        for _ in range(2):
+    with torch.cuda.stream(side):  # warm-up off the capture: it writes slots pos and pos + 1 (2 must be
+        for _ in range(2):         # free, claim checks), rewritten by the replays later
             step(tok)
     torch.cuda.current_stream().wait_stream(side)
-    cache.pos_t.copy_(pos)
+    cache.pos = pos  # both back to where the decode starts
+    cache.pos_t.copy_(pos_t)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         logits = step(tok)  # its output buffer, refilled by every replay
+    cache.pos = pos  # the capture ran nothing on the device: pos_t is still at pos
 
     def replay(token):
+        cache.claim(1)  # a replay runs no Python forward, so update() cannot check it
         tok.copy_(token)
         graph.replay()
+        cache.pos += 1  # as the forward would: pos follows pos_t
         return logits
     return replay
 
@@ -724,7 +735,7 @@ def generate(model, prompts, num_samples=1, max_new_tokens=512, temperature=1.0,
     cache = KVCache.join(caches, max(map(len, prompts)) + max(caps), repeat=num_samples)
     logits = torch.cat(logits).repeat_interleave(num_samples, 0)  # (N, vocab): the samples diverge from here
     step = lambda token: model(token[:, None], cache=cache)[:, -1]  # (N,) -> (N, vocab)
-    if graph:
+    if graph and max(caps) > 1:  # one token takes no step: nothing to replay, so nothing to capture
         cache.make_static()
         if device.type == "cuda":
             step = cuda_graph(step, cache)

@@ -7,8 +7,9 @@ cudal1.Transformer), measured in three parts of a run:
    count) at --batch-size x --seq-len. cudal1.Transformer has no activation checkpointing, so this is
    without it, and the peak memory says how much room that leaves;
 2. greedy decode of --prompts prompts x --samples samples (--prompt-len + --new-tokens, no end token,
-   so every row decodes all of them) through cudal1.generate, eagerly and with graph=True. Prefill is
-   timed apart (a 1-token call), so decode tokens/s is over the other new tokens only;
+   so every row decodes all of them) through cudal1.generate, eagerly and with graph=True. Prefill and
+   the graph's capture are timed apart (a 2-token call: prefill, capture, one step; a 1-token call
+   takes no step, so it captures nothing), so decode tokens/s is over the other --new-tokens - 2 only;
 3. a stage-3-like step as train_rl.py takes it: sample --rl-samples answers to each of --rl-prompts
    prompts (temperature 0.8, top-p 0.95, no end token, so every answer runs to --rl-new-tokens), then
    one policy-gradient update on them (cudal1.answer_logprobs, pg_loss with random advantages).
@@ -16,6 +17,7 @@ cudal1.Transformer), measured in three parts of a run:
 
 Peak memory is torch.cuda.max_memory_allocated over each part, fp32 weights included (AdamW's
 moments too, in training). A part that runs out of memory says OOM in its rows and the rest go on.
+The table is written after every part, so a run that dies later keeps the rows measured before it.
 
     python bench/pretrained_shapes.py           # H200: both models (~2 min estimated, not yet run) -> results/h200-pretrained-shapes.md
     python bench/pretrained_shapes.py --tiny    # CPU: the same code on 2-layer models, ~20 s on 2 busy cores (tests/test_pretrained_shapes.py)
@@ -46,7 +48,7 @@ parser.add_argument("--steps", type=int, default=-1, help="timed stage-1 steps")
 parser.add_argument("--prompts", type=int, default=-1, help="decode: distinct prompts")
 parser.add_argument("--samples", type=int, default=-1, help="decode: answers per prompt (rows = prompts x samples)")
 parser.add_argument("--prompt-len", type=int, default=-1, help="decode and stage 3: tokens per prompt")
-parser.add_argument("--new-tokens", type=int, default=-1, help="decode: tokens decoded per row")
+parser.add_argument("--new-tokens", type=int, default=-1, help="decode: tokens decoded per row, at least 3")
 parser.add_argument("--rl-prompts", type=int, default=-1, help="stage 3: tasks per step")
 parser.add_argument("--rl-samples", type=int, default=-1, help="stage 3: G, answers per task")
 parser.add_argument("--rl-new-tokens", type=int, default=-1, help="stage 3: answer length cap, tokens")
@@ -80,6 +82,8 @@ SIZES = {
                  new_tokens=8, rl_prompts=2, rl_samples=2, rl_new_tokens=8),
 }
 cudal1.fill_defaults(args, SIZES["tiny" if args.tiny else "full"])
+if args.new_tokens < 3:
+    raise SystemExit(f"--new-tokens {args.new_tokens}: decode is timed past a 2-token call, so it needs at least 3")
 device, dtype = cudal1.autodetect("cpu" if args.tiny else None)
 cuda = device.type == "cuda"
 if not cuda and not args.tiny:
@@ -144,7 +148,8 @@ def train_rows(model):
 
 
 def decode_rows(model):
-    """Greedy decode of prompts x samples rows, eager and graph=True: prefill (a 1-token call) apart."""
+    """Greedy decode of prompts x samples rows, eager and graph=True: prefill, capture and the first
+    step (a 2-token call) apart."""
     m = cudal1.sampling_model(model, dtype)
     prompts = random_ids(args.prompts, args.prompt_len, model.config.vocab_size)
     n, new = args.prompts * args.samples, args.new_tokens
@@ -152,10 +157,11 @@ def decode_rows(model):
     for graph in (False, True):
         run = lambda k: cudal1.generate(m, prompts, args.samples, k, temperature=0, graph=graph)
         run(2)  # warm-up
-        first = min(timed(lambda: run(1))[1] for _ in range(2))  # prefill, cache join, (graph) capture
+        first = min(timed(lambda: run(2))[1] for _ in range(2))  # prefill, cache join, (graph) capture, a step
         _, secs = timed(lambda: run(new))
-        rate = n * (new - 1) / max(secs - first, 1e-9)
-        shape = f"{args.prompts} x {args.samples} rows, {args.prompt_len} + {new} tokens, prefill + capture {first:.2f} s"
+        rate = n * (new - 2) / max(secs - first, 1e-9)  # the new - 2 steps after the first
+        shape = f"{args.prompts} x {args.samples} rows, {args.prompt_len} + {new} tokens, " \
+                f"prefill + capture + 1 step {first:.2f} s"
         rows.append(row(f"decode, graph={graph}", shape, secs, rate, None, peak_gib()))
     return rows
 
@@ -222,7 +228,30 @@ def cells(r):
     return [num(r["secs"], ".3f"), num(r["tok_s"], ",.0f"), num(r["mfu"], ".1f"), num(r["peak"], ".1f")]
 
 
+def write_table(table, done):
+    """The markdown table of the rows so far, to `out` (and, once done, to stdout). Rewritten after
+    every part: a run that dies later (a device-side assert ends the process) keeps what it measured."""
+    lines = [f"# cudal1 on pretrained shapes: Qwen2.5-Coder with random weights, {env['gpu']}", "",
+             f"`python {' '.join(sys.argv)}`  ",
+             f"commit {env['commit']}, torch {env['torch']} (CUDA {env['cuda']}), {str(dtype)[6:]}; MFU of "
+             + (f"{tflops} TFLOP/s dense bf16" if tflops else "- (no peak known for this device)"), "",
+             "| model | measurement | shape | seconds | tokens/s | MFU % | peak GiB |", "|---|---|---|---|---|---|---|"]
+    lines += [f"| {label} | {r['what']} | {r['shape']} | {' | '.join(cells(r))} |" for label, r in table]
+    lines += ["", "Stage 1: seconds per step. Decode: seconds of the whole call, tokens/s over the decoded tokens "
+              "after the first two (prefill, graph capture and the first step apart); graph=True replays a CUDA "
+              "graph on a GPU. Stage 3: sampling and update apart; the step's tokens/s is answer tokens per second; "
+              "judging not included. Peak: torch.cuda.max_memory_allocated over the measurement, fp32 weights "
+              "included."]
+    if not done:
+        lines += ["", "**Incomplete**: the run had not finished when this was written; the rows above are all it measured."]
+    with open(out, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    if done:
+        print("\n".join(lines))
+
+
 # ---- the measurements, model by model
+os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
 table = []
 for name in args.models.split(","):
     with torch.device("meta"):  # the real shapes, allocating nothing: their counts must be the model card's
@@ -241,22 +270,9 @@ for name in args.models.split(","):
         for r in measure(fn, model, whats):
             table.append((label, r))
             print(f"{label} | {r['what']} | {' | '.join(cells(r))}", file=sys.stderr, flush=True)
+        write_table(table, done=False)
     del model
     gc.collect()
     if cuda:
         torch.cuda.empty_cache()
-
-lines = [f"# cudal1 on pretrained shapes: Qwen2.5-Coder with random weights, {env['gpu']}", "",
-         f"`python {' '.join(sys.argv)}`  ",
-         f"commit {env['commit']}, torch {env['torch']} (CUDA {env['cuda']}), {str(dtype)[6:]}; MFU of "
-         + (f"{tflops} TFLOP/s dense bf16" if tflops else "- (no peak known for this device)"), "",
-         "| model | measurement | shape | seconds | tokens/s | MFU % | peak GiB |", "|---|---|---|---|---|---|---|"]
-lines += [f"| {label} | {r['what']} | {r['shape']} | {' | '.join(cells(r))} |" for label, r in table]
-lines += ["", "Stage 1: seconds per step. Decode: seconds of the whole call, tokens/s over the decoded tokens "
-          "after the first (prefill and graph capture apart); graph=True replays a CUDA graph on a GPU. Stage 3: "
-          "sampling and update apart; the step's tokens/s is answer tokens per second; judging not included. "
-          "Peak: torch.cuda.max_memory_allocated over the measurement, fp32 weights included."]
-os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-with open(out, "w") as f:
-    f.write("\n".join(lines) + "\n")
-print("\n".join(lines))
+write_table(table, done=True)

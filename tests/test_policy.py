@@ -1,4 +1,5 @@
 """The policy half of cudal1.py: tokenizer, model, KV-cache sampling, checkpoints, answer format."""
+import contextlib
 import glob
 import json
 import os
@@ -159,6 +160,67 @@ def test_batched_prompts_equal_one_at_a_time(tok, n_kv_head):
     # the fixed-shape decode that CUDA graphs replay (graph=True; uncaptured on the CPU) is the same
     assert cudal1.generate(model, prompts, 2, 30, temperature=0, graph=True) == alone
     assert cudal1.generate(model, prompts[0], 2, 30, temperature=0, end_id=end, graph=True) == want[0]
+
+
+
+class FakeCUDA:
+    """torch.cuda's stream and graph calls, as no-ops on the CPU: cudal1.cuda_graph then runs its
+    warm-up and its slot bookkeeping there. A fake capture runs the step eagerly (a real one runs
+    nothing), so the test steps pos_t back after it, and a fake replay computes nothing."""
+    Stream = type("Stream", (), {"wait_stream": lambda self, other: None})
+    CUDAGraph = type("CUDAGraph", (), {"replay": lambda self: None})
+    current_stream = Stream
+    stream = graph = staticmethod(lambda _: contextlib.nullcontext())
+
+
+def test_graph_decode_stays_inside_the_cache(monkeypatch):
+    # On the H200, generate(graph=True) with max_new_tokens=1 (bench/pretrained_shapes.py's prefill
+    # timing) built a cache of P + 1 slots, then captured a graph whose warm-up writes slots P and P + 1:
+    # index_copy_ past the end, a device-side assert that killed the run. On the CPU the same write is
+    # an IndexError; now nothing writes past the end, and what would gets a ValueError first.
+    model, prompts = tiny(300), [list(range(10)), list(range(7))]
+    for name in ("Stream", "CUDAGraph", "current_stream", "stream", "graph"):
+        monkeypatch.setattr(torch.cuda, name, getattr(FakeCUDA, name))
+
+    def static_cache(new):  # the cache generate decodes `new` tokens in: prompts prefilled, joined, static
+        caches = [cudal1.KVCache(2, len(p)) for p in prompts]
+        with torch.no_grad():
+            for p, c in zip(prompts, caches):
+                model(torch.tensor([p]), cache=c)
+        cache = cudal1.KVCache.join(caches, 10 + new, repeat=2)
+        cache.make_static()
+        return cache, lambda token: model(token[:, None], cache=cache)[:, -1]
+
+    with torch.no_grad():
+        cache, step = static_cache(1)  # one free slot: too few for the warm-up
+        with pytest.raises(ValueError, match="KV cache of 11 slots has no room for 1 more at slot 11"):
+            cudal1.cuda_graph(step, cache)
+        cache, step = static_cache(4)
+        replay = cudal1.cuda_graph(step, cache)
+        assert cache.pos == 10 and cache.pos_t.item() == 11  # pos back; pos_t one on: the fake ran the capture
+        cache.pos_t -= 1
+        token = torch.zeros(4, dtype=torch.long)
+        for _ in range(4):  # 4 free slots (generate fills new - 1 = 3 of them); a 5th replay has none
+            replay(token)
+        with pytest.raises(ValueError, match="no room for 1 more at slot 14"):
+            replay(token)
+        with pytest.raises(ValueError, match="no room"):  # and an eager static step past the end as well
+            step(token)
+    # generate asks for a graph only where it takes a step: 1 token decodes eagerly, the same answers
+    eager = cudal1.generate(model, prompts, 2, 1, temperature=0)
+    assert [len(r) for g in eager for r in g] == [1] * 4
+    assert cudal1.generate(model, prompts, 2, 1, temperature=0, graph=True) == eager
+
+
+@pytest.mark.gpu
+def test_graph_decode_on_the_gpu_equals_eager():
+    """The H200's crash itself: a 1- or 2-token graph=True call (its capture's warm-up writes 2 slots)."""
+    model = tiny(300).cuda()
+    prompts = [list(range(10)), list(range(7))]
+    for new in (1, 2, 3, 20):
+        eager = cudal1.generate(model, prompts, 2, new, temperature=0)
+        assert cudal1.generate(model, prompts, 2, new, temperature=0, graph=True) == eager
+    torch.cuda.synchronize()  # a device-side assert would surface here at the latest
 
 
 def test_sampling_model():

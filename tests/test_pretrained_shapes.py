@@ -19,6 +19,7 @@ def test_tiny_run_fills_the_table(tmp_path):
     text = out.read_text()
     assert r.stdout.strip() == text.strip()  # the same table to stdout and to the file
     assert "commit " in text and "torch " in text and "--tiny" in text
+    assert "Incomplete" not in text  # written after every part; the last write is the whole run's
     rows = [line.strip("| ").split(" | ") for line in text.splitlines() if line.startswith("| Qwen")]
     assert [(r[0].split(",")[0], r[1]) for r in rows] == [(f"Qwen2.5-Coder-{m} (tiny)", w) for m in ("0.5B", "1.5B")
                                                           for w in MEASUREMENTS]
