@@ -22,10 +22,6 @@ for step in "$@"; do
     eval-fast)  # the library with 1 s of timed rounds per pair (TASKS, IDS pick a slice; EVAL_OUT splits runs over GPUs)
           timeout "${BUDGET:-420}" python3 evaluate.py --tasks "${TASKS:-kernelbench}" ${IDS:+--ids $IDS} --solutions kernels --gpu h200 \
             ${EVAL_FLAGS---compile} --time-budget "${TIME_BUDGET:-1}" --out "${EVAL_OUT:-results/h200}" 2>&1 | tail -3 ;;
-    drafts)  # drafts/level2: solutions written without a GPU, judged here first (passing ones move to kernels/level2);
-            # no --compile: results/h200-baseline has torch.compile of every task
-          timeout "${BUDGET:-480}" python3 evaluate.py --tasks kernelbench/level2 --solutions drafts/level2 --gpu h200 \
-            --time-budget "${TIME_BUDGET:-0.5}" --out results/h200-drafts-level2 2>&1 | tail -3 ;;
     eval-best)  # each level-1 task's best file in results/h200.jsonl, judged afresh -> results/h200-level1-best
           best=$(python3 -c "
 import json, os

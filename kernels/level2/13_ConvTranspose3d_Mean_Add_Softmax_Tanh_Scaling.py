@@ -6,10 +6,13 @@ follows, the same value everywhere (2 tanh(1) ~= 1.5232), whatever the input, we
 So forward computes the output shape from the input and the layer's stride, padding, dilation,
 kernel and output padding -- (16, 1, 31, 63, 63) here -- and writes that value with one
 torch.full: a single fill of 7.9 MB (a few microseconds) instead of a 3-D transposed convolution
-producing a 127 MB tensor and four more passes over it (mean, add, softmax, tanh, scale): expect
-~20-50x. The constant is computed as torch does it in fp32 (tanh of a float32 1.0, then times the
-factor). Caveat: a NaN or inf input would give NaN in the reference and the constant here. The
-layer and bias are kept so the parameters and state_dict match the reference.
+producing a 127 MB tensor and four more passes over it (mean, add, softmax, tanh, scale). Measured:
+4.15x on H200 (0.70 -> 0.17 ms), far less than the traffic alone suggests: the fill takes a few
+microseconds, but the call has fixed costs (the judge's floor, one trivial launch, reads 0.06 ms,
+and this forward computes the constant on the host every call: a CPU tensor op and .item()). The
+constant is computed as torch does it in fp32 (tanh of a float32 1.0, then times the factor).
+Caveat: a NaN or inf input would give NaN in the reference and the constant here. The layer and bias
+are kept so the parameters and state_dict match the reference.
 """
 import torch
 import torch.nn as nn

@@ -10,7 +10,8 @@ returns), InstanceNorm (batch_norm on a reshaped view: statistics, then apply) a
 computes its outputs from the 3 x 3 x 3 input windows (coalesced along the row, re-reads in L1)
 plus the bias, the block sums v and v^2 in double (no cancellation in E[v^2] - E[v]^2) with warp
 shuffles, and writes (v - mean) * rstd / divide_by once, with the biased variance and eps = 1e-5
-as InstanceNorm2d uses them. Plain fp32 FMA, no TF32. One launch and one write: expect ~2-3x.
+as InstanceNorm2d uses them. Plain fp32 FMA, no TF32. One launch and one write: 1.79x on H200
+(0.22 -> 0.12 ms).
 """
 import torch
 import torch.nn as nn

@@ -10,7 +10,8 @@ neighbouring columns, so loads coalesce and the window re-reads hit L1), multipl
 weights of its channel (the same for the whole block: broadcast loads), and writes
 relu(acc + b_conv[c]) + bias[c] once. The grid is (x, C_out, N), so channel and sample come from
 the block index. All plain fp32 FMA, no TF32; only the summation order differs from cuDNN's. One
-launch and one write instead of four and three: expect ~1.5-2.5x, bound by launch overhead.
+launch and one write instead of four and three: measured 1.57x on H200 (0.23 -> 0.15 ms); the call
+is bound by launch overhead on both sides.
 """
 import torch
 import torch.nn as nn

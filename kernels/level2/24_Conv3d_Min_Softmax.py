@@ -8,9 +8,9 @@ depths (loads coalesced along w, since neighbouring threads own neighbouring w),
 into the output and keeps an online max and sum of exps; a second loop rewrites each channel as
 exp(m - max) / sum (reading back its own values, which are still in L1/L2). The conv output is
 read exactly once and the result written once, in a single launch after the conv. The conv runs
-with TF32 off, as the check's reference does. Expect ~1.2-1.5x: the conv dominates, and the
-saving is two reduction kernels and a 7 MB intermediate. Only dim=2 (depth) is fused; another
-dim takes the eager path.
+with TF32 off, as the check's reference does. Measured: 1.02x on H200 (0.64 -> 0.63 ms), about a
+tie: the conv dominates, and the saving, two reduction kernels and a 7 MB intermediate, is small
+next to it. Only dim=2 (depth) is fused; another dim takes the eager path.
 """
 import torch
 import torch.nn as nn

@@ -4,8 +4,8 @@ Eager writes the (128, 16, 30, 30) conv output (7.4 MB), reduces it over channel
 kernel into (128, 1, 30, 30), and runs tanh twice on that (two more launches, each a read and a
 write). Here one thread per (sample, h, w) walks the 16 channels (loads coalesced along w), keeps
 the min in a register and writes tanh(tanh(min)) once: one launch after the conv instead of
-three. The conv runs with TF32 off, as the check's reference does. Expect ~1.2-1.6x: the call is
-small and bound by launches; the conv's own time does not change.
+three. The conv runs with TF32 off, as the check's reference does. Measured: 1.15x on H200
+(0.20 -> 0.17 ms): the call is small and bound by launches; the conv's own time does not change.
 """
 import torch
 import torch.nn as nn

@@ -7,8 +7,10 @@ reads the conv output and add_input with 128-bit loads and writes y * hardswish(
 at ~4 TB/s the epilogue drops from ~2 ms to ~0.75 ms. The arithmetic is torch's:
 hardswish(y) = y * min(max(y + 3, 0), 6) / 6. The conv runs with TF32 off, as the check's
 reference does (eager's timed run may use TF32, which the head cannot match). The unused `bias`
-parameter is kept so the parameter list matches. Expect ~1.3-1.8x, depending on how much of the
-call the transposed conv takes.
+parameter is kept so the parameter list matches. Measured: 0.38x on H200 (4.05 -> 10.75 ms), slower
+than eager by 6.7 ms, far more than the fused pass (3 GB, ~0.7 ms at H200 bandwidth) could cost. The
+likely reason is the head: the same cuDNN transposed conv, here in strict fp32 (TF32 off, as the
+check needs), where eager's runs with TF32 (eager's output is 3.4x outside the strict tolerance).
 """
 import torch
 import torch.nn as nn

@@ -10,7 +10,8 @@ reduces its 16 accumulators with warp shuffles, then adds them (scaled by 1 / po
 (128, 16) output with one atomicAdd per channel per block; the output starts as zeros. The conv
 output is read once and 8 KB is written. Summation order differs from eager's, far inside the
 tolerance (outputs are ~1/16 and the sums are of 12,600 positive terms). The conv runs with TF32
-off, as the check's reference does. Expect ~1.5-2x. More than 16 channels take the eager path.
+off, as the check's reference does. Measured: 1.26x on H200 (0.93 -> 0.74 ms). More than 16 channels
+take the eager path.
 """
 import torch
 import torch.nn as nn

@@ -5,8 +5,8 @@ is three launches (the GEMM with its bias, then F.mish twice) and their dispatch
 computes one output element: the dot product of its row of x and row of W over the 10 inputs (both
 tiny and cached), adds the bias, and applies mish twice in registers, mish(v) = v * tanh(log1p(exp(v)))
 as torch defines it. One launch for the whole forward instead of three. The sum is sequential fp32
-FMA over 10 terms, well inside the tolerance of cuBLAS's order. Expect ~1.3-2x: launch-bound on both
-sides.
+FMA over 10 terms, well inside the tolerance of cuBLAS's order. Measured: 2.45x on H200
+(0.20 -> 0.082 ms): launch-bound on both sides.
 """
 import torch
 import torch.nn as nn

@@ -9,9 +9,9 @@ memory into the mean, a second pass gives the centred (biased) variance, and the
 (v - mean) * rstd * gamma + beta and updates running_mean and running_var (momentum, unbiased
 variance) exactly as torch's training-mode BatchNorm does. The scale is kept in the kernel rather
 than folded into the weights because BatchNorm's eps makes the fold inexact. Two launches after
-the GEMM (this kernel and the num_batches_tracked increment) instead of about five. Expect
-~1.5-2x. In eval mode, or without running stats, the eager path runs. Task 39 is task 33
-verbatim, so this is the same solution.
+the GEMM (this kernel and the num_batches_tracked increment) instead of about five. Measured:
+1.40x on H200 (0.23 -> 0.16 ms). In eval mode, or without running stats, the eager path runs. Task
+39 is task 33 verbatim, so this is the same solution.
 """
 import torch
 import torch.nn as nn

@@ -10,7 +10,8 @@ the output) so other strides and paddings stay exact. One block per sample reads
 input once (warp shuffles, then shared memory), a thread per output channel forms
 bias_ct + sum / (OH * OW) + bias, and one thread takes the logsumexp of the C values the way torch
 does (max, shifted exp sum, log) and writes 10x it. One launch over the 1.5 MB input; the sums are
-fp32 in another order than cuDNN's (error ~1e-7, tolerance ~1e-4 here). Expect ~5-10x.
+fp32 in another order than cuDNN's (error ~1e-7, tolerance ~1e-4 here). Measured: 5.42x on H200
+(0.54 -> 0.10 ms).
 """
 import torch
 import torch.nn as nn

@@ -8,8 +8,9 @@ thread per output position (b, d, h, w) walks the C channels: for each it takes 
 m + log(sum exp(v - m)) with m the channel max, as torch's logsumexp does, and writes its relu. One read of the
 conv output, a 1 MB write, one launch. Infinite maxima are handled as torch's logsumexp does (the
 shift is zero when the max is infinite). The conv runs with cuDNN's TF32 switched off for the call
-(the check is against true fp32), so the head is slower than eager's; the epilogue pays for it.
-Expect ~1.5-2x.
+(the check is against true fp32), but eager's output equals the strict reference bit for bit, so its
+conv did not use TF32 either and the heads cost the same. Measured: 1.18x on H200 (0.93 -> 0.78 ms):
+the saving is the epilogue's, and the conv is most of the call.
 """
 import torch
 import torch.nn as nn

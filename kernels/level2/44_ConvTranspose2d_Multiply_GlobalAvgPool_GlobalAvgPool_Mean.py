@@ -10,7 +10,8 @@ output_padding only decide which rows and columns drop out at the edges). One bl
 reads its 12 KB of input once, accumulates the K*K masked sums R per channel (warp shuffles, then
 shared memory), and a thread per output channel forms mult * (bias + sum / (OH * OW)). One launch
 reading the 1.5 MB input instead of ~130 MB of traffic; the sums are fp32 in a different order
-from cuDNN's, an error of ~1e-7 against a tolerance of ~1e-5 here. Expect ~5-15x.
+from cuDNN's, an error of ~1e-7 against a tolerance of ~1e-5 here. Measured: 3.51x on H200
+(0.26 -> 0.074 ms).
 """
 import torch
 import torch.nn as nn

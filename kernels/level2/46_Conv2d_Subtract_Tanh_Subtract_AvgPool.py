@@ -7,7 +7,8 @@ reads its k x k window of the conv output, applies tanh(v - s1) - s2 to each ele
 it, and writes the window mean: one read of the conv output and a quarter-size write (~9 MB), in
 one launch. The pool has stride = kernel and no padding, so the output size is the floor of
 H / k and the divisor is k * k, as AvgPool2d's defaults give. The conv runs with cuDNN's TF32
-switched off for the call (the check is against true fp32). Launch bound; expect ~2-2.5x.
+switched off for the call (the check is against true fp32). Measured: 1.22x on H200
+(0.27 -> 0.22 ms): launch bound, and the conv, the same on both sides, is most of the call.
 """
 import torch
 import torch.nn as nn

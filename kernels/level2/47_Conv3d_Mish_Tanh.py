@@ -5,10 +5,10 @@ conv output (12.9 MB) and writes a tensor of the same size, and torch.tanh reads
 another, so the epilogue moves ~52 MB in two launches. Here one kernel reads the conv output once
 and writes tanh(x * tanh(log1p(exp(x)))) once (~26 MB, one launch), with the same fp32 formulas
 torch uses (expf, log1pf, tanhf), so the result agrees to rounding. The conv runs with cuDNN's
-TF32 switched off for the call (the check is against true fp32), which makes the head slower
-than eager's default TF32 conv; the saving in the epilogue has to pay for that. The conv is
-small (3 -> 16 channels, 27 taps), so the whole call is a few tens of microseconds and launch
-bound. Expect ~1.1-1.3x.
+TF32 switched off for the call (the check is against true fp32), and eager's output equals that
+strict reference bit for bit, so its conv did not use TF32 either. Measured: 0.99x on H200
+(0.16 -> 0.17 ms), a tie within the judge's noise: the saving, one launch and ~26 MB of traffic
+(~5 us at H200 bandwidth), is lost in a launch-bound call of 0.16 ms.
 """
 import torch
 import torch.nn as nn

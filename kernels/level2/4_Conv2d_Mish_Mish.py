@@ -10,7 +10,8 @@ coalesce and re-reads hit L1), multiplies by its channel's 27 weights (broadcast
 channel per block), adds the bias and writes mish(mish(v)) once, with mish(v) = v *
 tanh(log1p(exp(v))) as torch's CUDA kernel writes it (exp overflowing to inf gives mish(v) = v, as
 in torch). All plain fp32 FMA, no TF32; only the summation order differs from cuDNN's. One launch
-and one write instead of four and three: expect ~1.5-2.5x, bound by launch overhead.
+and one write instead of four and three: measured 1.24x on H200 (0.15 -> 0.12 ms); the call is bound
+by launch overhead on both sides.
 """
 import torch
 import torch.nn as nn

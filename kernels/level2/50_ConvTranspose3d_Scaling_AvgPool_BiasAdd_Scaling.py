@@ -9,7 +9,11 @@ epilogue. scale1 and scale2 are 0-dim Parameters on the device; the kernel reads
 their pointers, so there is no .item() and no host sync. Each element is scaled before it is
 summed, as eager does, so the rounding matches. The conv runs with cuDNN's TF32 switched off for
 the call (the check is against true fp32), which makes the head slower than eager's default; the
-epilogue saving has to pay for that. Expect ~1.3-1.8x.
+epilogue saving has to pay for that. Measured: 0.48x on H200 (5.43 -> 11.38 ms), slower than eager
+by 6 ms, while the fused pass moves ~140 MB (~0.03 ms at H200 bandwidth), so the loss is in the fp32
+head (eager's output differs from the strict reference, by 0.31 of the tolerance). The solution of
+task 96 computes the same transposed conv (3 -> 16 channels, stride 2, the same shapes) directly
+inside its pooling windows and runs its whole forward in 1.8 ms: that is the route to a win here.
 """
 import torch
 import torch.nn as nn

@@ -12,7 +12,9 @@ pass) and the running-stat updates: ~7 launches and ~60 MB of traffic after the 
      BatchNorm2d does in training mode; num_batches_tracked is bumped in Python as the module does.
 The conv output is read twice and the result written once (~22 MB) in two launches; statistics in
 double are at least as accurate as cuDNN's fp32 ones. The conv runs with cuDNN's TF32 switched off
-for the call (the check is against true fp32). In eval mode the eager path runs. Expect ~1.8-2.5x.
+for the call (the check is against true fp32). Eager's output equals the strict fp32 reference bit
+for bit, so its conv did not use TF32 either. In eval mode the eager path runs. Measured:
+1.44x on H200 (0.29 -> 0.20 ms).
 """
 import torch
 import torch.nn as nn

@@ -6,8 +6,8 @@ pass, ~44 MB in three launches. One kernel reads each element once, looks up its
 multiplier (a 2-D grid of pixel blocks x planes gives the channel per block), applies
 gelu(leaky(x * m_c)) in registers with torch's fp32 formulas and writes once: ~15 MB in one
 launch. The conv runs with cuDNN's TF32 switched off for the call (the check is against true
-fp32). The whole call is tens of microseconds, so dropping two launches is most of the gain.
-Expect ~1.5-2x.
+fp32). The call is small, so dropping two launches is most of the gain. Measured: 1.16x on H200
+(0.23 -> 0.20 ms).
 """
 import torch
 import torch.nn as nn

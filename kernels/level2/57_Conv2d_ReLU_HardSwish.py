@@ -6,8 +6,8 @@ Eager runs the conv and then five elementwise kernels for `relu(x)` and
 One kernel does v = max(x, 0); v * clamp((v + 3) / 6, 0, 1) in registers, with the same fp32
 operations in the same order (a true division by 6, not a multiply by 1/6), and writes once:
 ~15 MB in one launch. The conv runs with cuDNN's TF32 switched off for the call (the check is
-against true fp32). The call is launch bound (tens of microseconds), so the four launches saved
-are the gain. Expect ~2-3x.
+against true fp32). The call is small and launch bound, so the four launches saved are the gain.
+Measured: 1.33x on H200 (0.28 -> 0.21 ms).
 """
 import torch
 import torch.nn as nn

@@ -11,7 +11,12 @@ hardswish (~2 GB): ~8 GB after the conv, ~2 ms at H200 bandwidth. Here, as in a 
 The conv output is read twice and the result written once, ~3 GB instead of ~8 GB, in three
 launches; statistics in double are at least as accurate as eager's. The conv runs with cuDNN's
 TF32 switched off for the call (the check is against true fp32), which makes the head slower than
-eager's TF32 default. Expect ~1.5-2x.
+eager's TF32 default. Measured: 0.54x on H200 (6.81 -> 12.67 ms), slower than eager by 5.9 ms, while
+the three kernels move ~3 GB (~0.6 ms at H200 bandwidth): the loss is in the fp32 head (eager's
+output is 25x outside the strict tolerance, the mark of its TF32 conv). The solution of task 96
+computes the same transposed conv (3 -> 16 channels, stride 2, the same shapes) directly inside its
+consumer and runs its whole forward in 1.8 ms; here GroupNorm's statistics need a pass of their own,
+so that route would compute the conv twice.
 """
 import torch
 import torch.nn as nn

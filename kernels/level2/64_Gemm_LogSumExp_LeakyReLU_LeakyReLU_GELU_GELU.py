@@ -8,7 +8,7 @@ then sum(exp(v - max)), then lse = max + log(sum), and thread 0 applies the scal
 registers: two LeakyReLU(0.01) and two erf-form GELU, 0.5 x (1 + erf(x / sqrt 2)), as torch
 writes it. An infinite row max is returned as the lse, as torch does. Everything is fp32 with
 expf/logf/erff, so results match to rounding. The GEMM is tiny (128 x 1024 x 512), so the call is
-bound by launches: two instead of about eight, expect ~2-3x.
+bound by launches: two instead of about eight. Measured: 2.20x on H200 (0.33 -> 0.15 ms).
 """
 import torch
 import torch.nn as nn

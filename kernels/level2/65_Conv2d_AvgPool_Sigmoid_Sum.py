@@ -10,7 +10,8 @@ the 27 taps plus the bias, averages them (window sum, then divided by k*k, as to
 applies 1 / (1 + exp(-v)) and accumulates; warp shuffles and shared memory give out[n]. One
 launch, 1.5 MB read, 512 bytes written. All fp32 without TF32; the sums round differently from
 eager's only in order. Shapes beyond the shared buffers, or a non-default conv or pool, take the
-eager path. Expect ~2-3x: one small launch against a cuDNN conv and three more kernels.
+eager path. Measured: 1.82x on H200 (0.18 -> 0.098 ms): one small launch against a cuDNN conv and
+three more kernels.
 """
 import torch
 import torch.nn as nn

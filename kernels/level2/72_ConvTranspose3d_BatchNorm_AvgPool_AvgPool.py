@@ -11,7 +11,12 @@ across the block); (2) a block per channel adds its partials in double, forms th
 biased variance, and updates running_mean/running_var as torch does; (3) a thread per output
 averages its 64 inputs and applies (avg - mean) * gamma * rstd + beta. After the conv the 2 GB is
 read twice and nothing large is written (~4 GB instead of ~8 GB). The conv runs with cuDNN's TF32
-off, as the strict check needs, and remains the biggest cost: expect ~1.3-1.6x.
+off, as the strict check needs, and remains the biggest cost. Measured: 1.06x on H200
+(24.09 -> 22.73 ms). If the other passes run near bandwidth (~4 GB here, ~8 GB in eager), the
+transposed conv takes ~22 ms on both sides, nearly all of the call, so TF32 buys eager little on it
+(eager's output is 16x outside the strict tolerance). The solution of task 96 computes a transposed
+conv of the same kind, with half this output, directly inside its pooling windows and runs its whole
+forward in 1.8 ms: that is the route to a larger win.
 """
 import torch
 import torch.nn as nn

@@ -11,7 +11,9 @@ channel) plane sums x and x^2 (fp32 per thread, double across the block), scaled
 (2) one block per channel combines its 16 planes in double, updates running_mean/running_var as
 torch does (momentum, unbiased variance), and writes the 16 outputs. The 42.6 MB is read once
 after the conv instead of four times, with two writes saved. The conv runs with cuDNN's TF32 off,
-as the strict check needs, and now dominates: expect ~1.3-1.6x.
+as the strict check needs, and now dominates. Measured: 0.67x on H200 (1.52 -> 2.27 ms), slower than
+eager by 0.74 ms, while the two kernels read ~43 MB (~0.01 ms at H200 bandwidth): the loss is in the
+fp32 head (eager's output is 8x outside the strict tolerance, the mark of its TF32 conv).
 """
 import torch
 import torch.nn as nn

@@ -7,9 +7,11 @@ conv runs with bias=None and one kernel does all of it in registers (the LeakyRe
 is a no-op, kept because it is free), reading and writing the activation once (~206 MB). GELU is
 the exact erf form (F.gelu's default) and sigmoid 1 / (1 + exp(-v)), as torch computes them. The
 grid is (x, C, N), so the channel comes from the block index, not a division. The conv runs with
-TF32 off (true fp32, as the check requires), while eager's timed run lets cuDNN use TF32; with 3
-input channels the conv is small and memory-bound, so that costs little: expect ~1.5-2.5x, since
-eager's time is mostly the six passes.
+TF32 off (true fp32, as the check requires), while eager's timed run lets cuDNN use TF32; eager's
+output equals that strict reference bit for bit, though, so at 3 input channels its conv did not use
+TF32 and the two heads cost the same. Measured: 1.42x on H200 (0.84 -> 0.59 ms). The saving,
+0.25 ms, is about what ~1 GB less traffic is worth at H200 bandwidth; the conv, unchanged, is the
+rest of the call.
 """
 import torch
 import torch.nn as nn

@@ -8,8 +8,8 @@ its window directly from the 1.5 MB input (the weights of one channel are shared
 L1 broadcasts them), adds the conv bias, applies tanh(v) * scale + bias[c] in eager's order, takes
 the max (NaN propagates, as in max_pool2d) and writes one float. One launch instead of five and no
 conv output in memory; the sums are plain fp32 FMAs (no TF32), as accurate as cuDNN's fp32 path.
-The call is launch- and overhead-bound: expect ~2-3x. Other conv settings (stride, padding,
-dilation, groups) take cuDNN and a fused epilogue.
+The call is launch- and overhead-bound. Measured: 1.68x on H200 (0.18 -> 0.11 ms). Other conv
+settings (stride, padding, dilation, groups) take cuDNN and a fused epilogue.
 """
 import torch
 import torch.nn as nn

@@ -9,8 +9,9 @@ broadcasts) into 7 KB of shared memory, reduces their mean and then their biased
 passes, shuffles and shared memory), and each thread then produces pooled outputs: normalize the
 four values of its 2x2 window, apply GroupNorm's weight and bias and the scale, take the max (NaN
 propagates, as in max_pool2d) and clamp. One launch instead of six, and only the 1.5 MB input and
-the 3.7 MB result touch DRAM; the sums are plain fp32 FMAs (no TF32). Expect ~2-3x. Other conv
-settings, or groups over 4096 conv outputs, take cuDNN and eager's ops.
+the 3.7 MB result touch DRAM; the sums are plain fp32 FMAs (no TF32). Measured: 1.92x on H200
+(0.25 -> 0.13 ms). Other conv settings, or groups over 4096 conv outputs, take cuDNN and eager's
+ops.
 """
 import torch
 import torch.nn as nn

@@ -5,7 +5,8 @@ read and write the (128, 1024) result (512 KB). The fused kernel reads the GEMM 
 float4 loads, computes v / divisor and 0.5 * v * (1 + erf(v / sqrt(2))) in fp32 exactly as eager
 orders them, and writes the result once: two launches instead of three, one pass instead of two.
 The GEMM is 134 MFLOP (a few microseconds on the H200) and the data is small, so the call is
-launch-bound and the saving is one launch and its dispatch. Expect ~1.2-1.4x.
+launch-bound and the saving is one launch and its dispatch. Measured: 1.11x on H200
+(0.17 -> 0.16 ms), a small gain: one launch and one pass is all it saves.
 """
 import torch
 import torch.nn as nn

@@ -8,8 +8,9 @@ shares one channel's weights, so L1 broadcasts them; adjacent threads read adjac
 the conv bias, subtracts the two constants in eager's order, applies Mish as torch writes it
 (x * tanh(log1p(exp(x)))) and writes the result once. One launch instead of four, and the conv
 output is never stored and re-read; the sums are plain fp32 FMAs (no TF32), as accurate as
-cuDNN's fp32 path. The call is launch- and overhead-bound: expect ~2-3x. Other conv settings
-(stride, padding, dilation, groups) take cuDNN and eager's ops.
+cuDNN's fp32 path. The call is launch- and overhead-bound. Measured: 1.55x on H200
+(0.18 -> 0.11 ms). Other conv settings (stride, padding, dilation, groups) take cuDNN and eager's
+ops.
 """
 import torch
 import torch.nn as nn

@@ -7,7 +7,7 @@ contiguous floats (2 per lane, held in L1): it computes the group's mean and bia
 two passes with shuffle reductions, then writes swish(swish(gn(x)) * w) once, with the ops in
 eager's order and fp32 expf. 2048 warps cover the batch, one launch instead of seven, one pass
 over the data instead of seven. The GEMM itself is ~134 MFLOP, a few microseconds; the call is
-bound by launches and dispatch. Expect ~2-3x.
+bound by launches and dispatch. Measured: 1.75x on H200 (0.33 -> 0.19 ms).
 """
 import torch
 import torch.nn as nn

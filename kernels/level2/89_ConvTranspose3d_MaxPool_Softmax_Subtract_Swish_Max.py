@@ -10,8 +10,9 @@ directly from the 25 MB input (the taps are found from the output parity, so eve
 warp reads the same weights: L1 broadcasts), adds the bias, max-pools in registers, does the
 softmax over the 16 channels, subtracts, applies x * sigmoid(x) and writes the channel max. The
 sums are plain fp32 FMAs (no TF32), as accurate as cuDNN's fp32 path. DRAM traffic drops to the
-input and the 8 MB output, and the call becomes FMA-bound at ~5 GFLOP: expect ~5-10x. Other
-configurations (more than 16 channels, groups, dilation, pool padding) take the eager path.
+input and the 8 MB output, and the call becomes FMA-bound at ~5 GFLOP. Measured: 3.45x on H200
+(5.37 -> 1.55 ms). Other configurations (more than 16 channels, groups, dilation, pool padding) take
+the eager path.
 """
 import torch
 import torch.nn as nn

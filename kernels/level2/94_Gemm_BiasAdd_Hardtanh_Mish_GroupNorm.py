@@ -7,7 +7,7 @@ mish(hardtanh(x + bias)) in eager's order (Mish as x * tanh(log1p(exp(x))), as t
 reduces the group's mean and then its biased variance with warp shuffles while the values sit in
 registers, and writes (v - mean) * rstd * weight + bias_gn once. 4096 warps, one launch instead
 of five, one pass over the data instead of five. The GEMM is ~134 MFLOP, a few microseconds, so
-the call is bound by launches and dispatch. Expect ~1.8-2.5x.
+the call is bound by launches and dispatch. Measured: 1.68x on H200 (0.32 -> 0.19 ms).
 """
 import torch
 import torch.nn as nn

@@ -7,7 +7,7 @@ straddles rows), adds the learned vector, and applies x * sigmoid(x), tanh, the 
 and the clamp to [-1, 1] in eager's order (the clamp never binds after GELU of tanh, but costs
 nothing and keeps the semantics, NaN included). One launch instead of six, one pass over the
 data instead of six. The GEMM is 134 MFLOP, a few microseconds, so the call is bound by
-launches and dispatch. Expect ~2-3x.
+launches and dispatch. Measured: 1.52x on H200 (0.20 -> 0.13 ms).
 """
 import torch
 import torch.nn as nn

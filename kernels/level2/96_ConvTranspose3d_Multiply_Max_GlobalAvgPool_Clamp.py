@@ -9,9 +9,9 @@ for all 16 channels straight from the 25 MB input (the taps follow from the outp
 warp reads the same weights: L1 broadcasts), adds the bias, scales, max-pools in registers and
 adds each channel's max to a running sum; a block reduces its 16 sums with shuffles and writes
 them for its slab of depth. Kernel 2 adds the slabs, divides by the window count and clamps to
-[0, 1]. Plain fp32 FMAs, no TF32. The call becomes FMA-bound (~2.5 GFLOP) with ~25 MB of
-traffic: expect ~5-10x. Other configurations (more than 16 channels, groups, dilation, output
-padding) take the eager path.
+[0, 1]. Plain fp32 FMAs, no TF32. The call becomes FMA-bound (~2.5 GFLOP) with ~25 MB of traffic.
+Measured: 2.73x on H200 (4.97 -> 1.82 ms). Other configurations (more than 16 channels, groups,
+dilation, output padding) take the eager path.
 """
 import torch
 import torch.nn as nn

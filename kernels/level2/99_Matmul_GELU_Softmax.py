@@ -6,8 +6,8 @@ Here one launch does it all: a warp owns a row of x, its lanes split the 100 inp
 loads of x and of each weight row, 4 KB of weights that stay in L1), and for each of the 10
 outputs a shuffle tree sums the lanes' partial dot products in fp32 (no TF32); the lane that
 keeps output n adds the bias and applies the exact erf GELU, then the warp takes the max, the
-exp-sum and divides, as softmax does. One launch instead of three: expect ~2-3x, since both
-sides are bound by launch overhead. Rows wider than 128 outputs take the eager path.
+exp-sum and divides, as softmax does. One launch instead of three: 2.59x on H200 (0.20 -> 0.077 ms);
+both sides are bound by launch overhead. Rows wider than 128 outputs take the eager path.
 """
 import torch.nn as nn
 import torch.nn.functional as F

@@ -1,6 +1,6 @@
-"""drafts/ holds solutions written without a GPU (README: Layout). Before one reaches the H200 it must
-at least read as a solution: a first docstring (the analysis), a ModelNew whose constructor takes
-the task's arguments, and no claim of a measurement it has not had. Read as source, not imported:
+"""Every kernels/ solution reads as a solution of its task (README: Writing a solution): a first
+docstring (the analysis), a ModelNew whose constructor takes the task's arguments, and no lab notes
+(results/ paths, commits) in the text the policy learns to write. Read as source, not imported:
 importing would build every kernel."""
 import ast
 import glob
@@ -9,7 +9,7 @@ import os
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DRAFTS = sorted(glob.glob(os.path.join(ROOT, "drafts", "level*", "*.py")))
+FILES = sorted(glob.glob(os.path.join(ROOT, "kernels", "level*", "*.py")))
 
 
 def init_args(tree, name):
@@ -19,8 +19,8 @@ def init_args(tree, name):
     return [a.arg for a in init.args.args[1:]] if init else []
 
 
-@pytest.mark.parametrize("path", DRAFTS, ids=[os.path.relpath(p, ROOT) for p in DRAFTS])
-def test_a_draft_reads_as_a_solution_of_its_task(path):
+@pytest.mark.parametrize("path", FILES, ids=[os.path.relpath(p, ROOT) for p in FILES])
+def test_a_solution_reads_as_a_solution_of_its_task(path):
     level, name = os.path.basename(os.path.dirname(path)), os.path.basename(path)
     task = os.path.join(ROOT, "kernelbench", level, name.split(".")[0] + ".py")
     assert os.path.exists(task), f"no task {task}"
