@@ -8,7 +8,10 @@ prompt is the task's reference source and the target device, the answer is the s
 them, contrastive pairs teach the prompt format of stage 3: for a solution whose speedup the judge
 measured (--speedups, evaluate.py's records), prompts show two other variants of its task no
 faster than it, with their speedups -- other solutions or the reference itself at 1.00x, never
-the answer (cudal1.contrastive_prompt) -- and the answer is that solution (contrastive_pairs).
+the answer (cudal1.contrastive_prompt) -- and the answer is that solution (contrastive_pairs). On a
+GPU, --reference-pairs more show a generated task's reference alone at 1.00x, the prompt stage 3
+opens with on a fresh task, answered by an unmeasured teacher solution of a move measured fast
+(reference_pairs).
 Stage 2 (--rounds N) repeats: sample --num-samples answers per task to its plain prompt, and as many
 to a contrastive prompt showing the task's measured solutions, judge each parsed answer with
 evaluate.judge_many (the judge evaluate.py and the RL reward use), keep the correct ones whose code
@@ -79,6 +82,8 @@ parser.add_argument("--generated", type=int, default=-1, help="generated trainin
                     "written to <out>/generated; 0: none, and no held-out evaluation; -1: device default")
 parser.add_argument("--generated-sample", type=int, default=-1, help="generated training tasks added to each "
                     "stage-2 round's tasks (plain prompts only), drawn afresh per round; -1: device default")
+parser.add_argument("--reference-pairs", type=int, default=-1, help="contrastive pairs showing only the reference "
+                    "at 1.00x, answered by unmeasured teacher solutions of fast moves (reference_pairs); -1: device default")
 parser.add_argument("--held-out-tasks", type=int, default=-1, help="held-out generated tasks (cudal1.held_out) "
                     "answered greedily and --num-samples times at the end, judged; 0: no held-out evaluation; "
                     "-1: device default")
@@ -160,12 +165,12 @@ DEFAULTS = {
     "cpu": dict(n_layer=4, n_head=4, n_embd=128, block_size=3072, vocab_size=1024, steps=200, batch_size=4, lr=3e-3,
                 rounds=1, num_samples=4, round_steps=20, kinds="cpp", speedups="results/cpu.jsonl", compile=0, warmup=20,
                 max_new_tokens=1280, min_answer_tokens=1280, cuda_graphs=0, generated=0, generated_sample=2,
-                held_out_tasks=16,
+                held_out_tasks=16, reference_pairs=0,
                 sample_tasks="level1/19_ReLU.py,level1/23_Softmax.py,level1/47_Sum_reduction_over_a_dimension.py"),
     "cuda": dict(n_layer=8, n_head=8, n_embd=512, block_size=8192, vocab_size=2048, steps=3000, batch_size=64,
                  lr=1e-3, warmup=100, rounds=1, num_samples=4, round_steps=50, kinds="cuda,cpp,pytorch", compile=1,
                  speedups="results/h200.jsonl,results/h200-level2.jsonl,results/teacher-h200.jsonl", max_new_tokens=3072, min_answer_tokens=3072,
-                 cuda_graphs=1, generated=60000, generated_sample=8, held_out_tasks=32,
+                 cuda_graphs=1, generated=60000, generated_sample=8, held_out_tasks=32, reference_pairs=10000,
                  sample_tasks=",".join(f"level1/{t}.py" for t in FIRST_SLICE)),
 }
 
@@ -316,6 +321,32 @@ def contrastive_pairs(examples, speedups):
     return pairs, by_task
 
 
+FAST_MOVE_SHARE = 0.9  # a teacher move whose judged solutions beat eager at least this often counts as fast
+
+
+def reference_pairs(examples, speedups, n):
+    """Up to n (example, [(reference, 1.00x)]) pairs, one per generated task: the contrastive prompt
+    stage 3 opens with on a task it never saw (its bank holds the reference alone), answered by one
+    of the task's teacher solutions that no record measured. No speed of the answer is claimed, and
+    the answers come only from moves whose judged teacher solutions (at least 5, in `speedups`) beat
+    eager FAST_MOVE_SHARE of the time or more, so they teach the format, not slow answers. Without
+    them, ~400 contrastive pairs beside 75k plain ones, the policy parsed 44-57% of its contrastive
+    answers in stage 3 on the H200, against 100% of its plain ones."""
+    by_move = {}
+    for name, s in speedups.items():
+        if name.startswith("levelG/"):
+            by_move.setdefault(name.rsplit(".", 2)[-2], []).append(s >= 1.0)
+    fast = {m for m, v in by_move.items() if len(v) >= 5 and sum(v) / len(v) >= FAST_MOVE_SHARE}
+    one = {}
+    for e in examples:
+        name = cudal1.solution_name(e["path"])
+        if name.startswith("levelG/") and name not in speedups and name.rsplit(".", 2)[-2] in fast:
+            one.setdefault(e["task"], e)
+    tasks = sorted(one)
+    tasks = random.Random(args.seed).sample(tasks, min(n, len(tasks)))
+    return [(one[t], [(read(t), cudal1.REFERENCE["speedup"])]) for t in sorted(tasks)], sorted(fast)
+
+
 def code_key(task, source):
     """Two answers are the same solution when they are the same code for the same task."""
     return task, cudal1.same_code(source)
@@ -351,6 +382,10 @@ else:
     say(f"{len(cpairs)} contrastive pairs over {len({e['task'] for e, _ in cpairs})} tasks; "
         f"{len(examples) - sum(map(len, measured.values()))} of {len(examples)} solutions have no 'ok' record "
         f"in {args.speedups}, so no prompt shows them and no contrastive pair answers with them")
+rpairs, fast_moves = reference_pairs(gen_examples, speedups or {}, args.reference_pairs) if args.reference_pairs else ([], [])
+if rpairs:
+    say(f"{len(rpairs)} reference-only contrastive pairs, answered by unmeasured teacher solutions of the moves "
+        f"measured faster than eager >= {FAST_MOVE_SHARE:.0%} of the time: {', '.join(fast_moves)}")
 
 TOKENIZER_GENERATED = 10000
 # ---- model: resume from --out, else start from --init, else a fresh tokenizer and model
@@ -408,17 +443,26 @@ def by_length(pairs):
     return sorted(pairs, key=lambda r: len(r[0]))
 
 
+def encode_shown(pairs):
+    """(ids, n_prompt) per (example, exemplars) contrastive pair, the slowest exemplars dropped until
+    the answer fits (cudal1.fit_prompt); None where none is left: such a pair teaches nothing
+    contrastive. A worker of pool_map on a large set."""
+    out = []
+    for e, shown in pairs:
+        answer = tok.encode_answer(e["answer"])
+        prompt, left = cudal1.fit_prompt(tok, read(e["task"]), e["where"], shown, len(answer), cfg.block_size)
+        out.append((prompt + answer, len(prompt)) if left else None)
+    return out
+
+
 data = encode([(e["prompt"], e["answer"]) for e in examples])
 n_plain = len(data)
-for e, shown in cpairs:
-    answer = tok.encode_answer(e["answer"])
-    prompt, left = cudal1.fit_prompt(tok, read(e["task"]), e["where"], shown, len(answer), cfg.block_size)
-    if left:  # a pair whose exemplars all had to go teaches nothing contrastive
-        data.append((prompt + answer, len(prompt)))
+shown_pairs = cpairs + rpairs
+data += [r for r in (pool_map(encode_shown, shown_pairs, 1000) if len(shown_pairs) > 4000 else encode_shown(shown_pairs)) if r]
 some = examples[::max(1, len(examples) // 5000)]  # per-solution means over <= ~10000 of them
 n_bytes = sum(len(e["answer"].encode()) for e in some) / len(some)
 n_tok = sum(len(tok.encode(e["answer"])) for e in some) / len(some)
-say(f"{len(examples)} solutions ({n_plain} fit) + {len(cpairs)} contrastive pairs ({len(data) - n_plain} fit); "
+say(f"{len(examples)} solutions ({n_plain} fit) + {len(cpairs) + len(rpairs)} contrastive pairs ({len(data) - n_plain} fit); "
     f"answer tokens per solution {n_tok:.0f} ({n_bytes:.0f} bytes, {n_bytes / n_tok:.2f} bytes/token, vocab {tok.vocab_size}); "
     f"model {raw_model.num_params() / 1e6:.2f}M params on {device} ({dtype}), {world} rank(s)")
 data = by_length(data)

@@ -180,3 +180,35 @@ def test_two_gloo_ranks_train_and_report_as_one(tmp_path):
     assert len(report["stage2"]) == 2 and final and final[0]["answers"] == 2  # one per task, from both ranks
     answers = [json.loads(line) for line in open(out / "answers-round1.jsonl")]
     assert sorted(os.path.basename(a["task"]) for a in answers) == ["19_ReLU.py", "20_LeakyReLU.py"]
+
+
+def test_reference_pairs_teach_the_opening_prompt_of_a_fresh_task(tmp_path):
+    # --reference-pairs: one contrastive pair per generated task, showing its reference alone at
+    # 1.00x, answered by a teacher solution no record measured, of a move the records call fast
+    # (>= 5 judged, >= 90% faster than eager); a slow move's solutions answer none
+    from kernelbench import generate as gen, teacher
+    moves = {}  # task name -> moves of its solutions that run on the CPU
+    for name, source, meta in gen.tasks(0, 6, "cpu", split="train"):
+        moves[name] = {m for m, s in teacher.solutions(source, meta) if cudal1.solution_kind(s) == "pytorch"}
+    every = sorted(set().union(*moves.values()))
+    assert len(every) >= 2
+    slow = every[0]
+    lines = "".join(json.dumps(dict(task=f"levelG/90{i}_X.py", solution=f"b/solutions/levelG/90{i}_X.{m}.py",
+                                    status="ok", speedup=0.8 if m == slow else 1.2)) + "\n"
+                    for m in every for i in range(5))
+    (tmp_path / "speedups.jsonl").write_text(lines)
+    want = sum(bool(ms - {slow}) for ms in moves.values())
+    assert 0 < want < sum(bool(ms) for ms in moves.values()), moves
+    (tmp_path / "kernels" / "level1").mkdir(parents=True)
+    (tmp_path / "kernels" / "level1" / "19_ReLU.py").write_text(RELU)
+    cmd = [sys.executable, os.path.join(ROOT, "train_sft.py"), "--kernels", str(tmp_path / "kernels"),
+           "--tasks", os.path.join(ROOT, "kernelbench"), "--kinds", "pytorch", "--out", str(tmp_path / "out"),
+           "--device", "cpu", "--n-layer", "1", "--n-head", "2", "--n-embd", "32", "--block-size", "8192",
+           "--vocab-size", "259", "--steps", "0", "--rounds", "0", "--generated", "6", "--held-out-tasks", "0",
+           "--speedups", str(tmp_path / "speedups.jsonl"), "--reference-pairs", "100"]
+    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert f"{want} reference-only contrastive pairs" in p.stdout and slow not in p.stdout.split("of the moves")[1].split("\n")[0]
+    assert f"+ {want} contrastive pairs ({want} fit)" in p.stdout, p.stdout
+    p = subprocess.run(cmd[:-1] + ["1"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert "+ 1 contrastive pairs (1 fit)" in p.stdout, p.stdout[-3000:] + p.stderr[-3000:]
