@@ -1331,6 +1331,16 @@ def group_advantages(rewards, group_size, clip=1.5, std_floor=0.1, known=None):
     return adv if known is None else adv.masked_fill(torch.as_tensor(known, dtype=torch.bool), 0.0)
 
 
+def row_parts(prompt_len, lengths, max_tokens):
+    """(start, count) slices of a group's answers (`lengths` tokens each, after a prompt_len prompt)
+    whose padded rows hold at most max_tokens tokens together, one row at least; 0: one slice. A
+    big policy's update takes a group in parts: pg_loss is a token mean, so the parts' losses, each
+    weighted by its share of the tokens, have the whole group's gradient."""
+    n = len(lengths)
+    per = max(1, max_tokens // (prompt_len + max(lengths))) if max_tokens and n else n
+    return [(j, min(per, n - j)) for j in range(0, n, per)]
+
+
 def pg_loss(logp, mask, adv, old_logp=None, clip_eps=0.0, ref_logp=None, kl_coef=0.0):
     """Policy-gradient loss: -mean over answer tokens of (advantage * log-prob).
 

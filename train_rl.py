@@ -83,6 +83,10 @@ parser.add_argument("--min-answer-tokens", type=int, default=-1, help="drop exem
 parser.add_argument("--adv-clip", type=float, default=1.5, help="advantages clipped to +-this (CUDA-L1: 1.5)")
 parser.add_argument("--std-floor", type=float, default=0.1, help="smallest group std of rewards divided by (log2 units)")
 parser.add_argument("--max-speedup", type=float, default=20.0, help="a speedup above this is judged again; 0: off")
+parser.add_argument("--update-tokens", type=int, default=-1, help="at most this many tokens (prompt + answer, "
+                    "per row) in one backward of the update, a group's rows split to fit; 0: a whole group at once; "
+                    "-1: device default (GPU 12288: Qwen2.5-Coder-1.5B's update of 8 rows of 1000 + 1024 tokens "
+                    "peaked at 118 GiB on an H200; CPU 0)")
 parser.add_argument("--ppo-epochs", type=int, default=1, help="optimizer steps per batch (>1 gives --clip-eps work)")
 parser.add_argument("--clip-eps", type=float, default=0.0, help="PPO ratio clip; 0: off")
 parser.add_argument("--kl-coef", type=float, default=0.0, help="k3 KL penalty to the --init policy; 0: off")
@@ -134,10 +138,11 @@ CPU_TASKS = ["19_ReLU", "23_Softmax", "47_Sum_reduction_over_a_dimension", "97_C
 GPU_TASKS = CPU_TASKS + ["12_Matmul_with_diagonal_matrices_", "26_GELU_", "40_LayerNorm", "88_MinGPTNewGelu"]
 DEFAULTS = {
     "cpu": dict(rl_tasks=",".join(f"level1/{t}.py" for t in CPU_TASKS), tasks_per_step=2, num_samples=4,
-                steps=10, lr=3e-5, time_limit=0, max_new_tokens=1280, min_answer_tokens=1280, cuda_graphs=0,
+                steps=10, lr=3e-5, time_limit=0, max_new_tokens=1280, min_answer_tokens=1280, cuda_graphs=0, update_tokens=0,
                 seed_bank="results/cpu.jsonl", held_out_tasks=4, rl_task_count=4),
     "cuda": dict(rl_tasks=",".join(f"level1/{t}.py" for t in GPU_TASKS), tasks_per_step=4, num_samples=8,
                  steps=200, lr=1e-5, time_limit=3.5, max_new_tokens=3072, min_answer_tokens=3072, cuda_graphs=1,
+                 update_tokens=12288,
                  seed_bank="results/h200.jsonl,results/h200-level2.jsonl,results/teacher-h200.jsonl", held_out_tasks=32, rl_task_count=16),
 }
 
@@ -428,16 +433,21 @@ def policy_step(groups, adv):
     for epoch in range(args.ppo_epochs):
         total = 0.0
         for i, (g, a) in enumerate(live):
-            with cudal1.autocast(device, dtype):
-                logp, mask = cudal1.answer_logprobs(model, g["prompt"], g["rows"], *sampling)  # (G, L) each
-                if ref_model is not None and i not in ref:
-                    with torch.no_grad():
-                        ref[i] = cudal1.answer_logprobs(ref_model, g["prompt"], g["rows"], *sampling)[0]
-            old.setdefault(i, logp.detach())  # the sampling policy's log-probs: the first epoch's
-            loss = cudal1.pg_loss(logp, mask, a.to(device), old[i], args.clip_eps, ref.get(i), args.kl_coef)
-            loss = loss * mask.sum() / n_tok  # group mean -> its share of the batch's token mean
-            loss.backward()
-            total += loss.item()
+            # --update-tokens: the group's rows in parts of at most that many tokens, one backward each;
+            # the loss is a token mean, so the parts' gradients add up to the whole group's
+            for j, per in cudal1.row_parts(len(g["prompt"]), [len(r) for r in g["rows"]], args.update_tokens):
+                part, k = g["rows"][j:j + per], (i, j)
+                with cudal1.autocast(device, dtype):
+                    logp, mask = cudal1.answer_logprobs(model, g["prompt"], part, *sampling)  # (rows, L) each
+                    if ref_model is not None and k not in ref:
+                        with torch.no_grad():
+                            ref[k] = cudal1.answer_logprobs(ref_model, g["prompt"], part, *sampling)[0]
+                old.setdefault(k, logp.detach())  # the sampling policy's log-probs: the first epoch's
+                loss = cudal1.pg_loss(logp, mask, a[j:j + per].to(device), old[k], args.clip_eps, ref.get(k),
+                                      args.kl_coef)
+                loss = loss * mask.sum() / n_tok  # the part's mean -> its share of the batch's token mean
+                loss.backward()
+                total += loss.item()
         if ddp:  # gradients summed over ranks; a rank with no live group still takes part
             for p in model.parameters():
                 if p.grad is None:

@@ -135,6 +135,29 @@ def test_pg_loss_clip_and_kl_when_policies_differ():
     assert torch.allclose(logp2.grad, torch.tensor([[g(1.0), g(1.0), 0.0], [g(-1.0), 0.0, 0.0]]), atol=1e-6)
 
 
+def test_a_group_taken_in_parts_has_the_whole_groups_gradient():
+    # --update-tokens: rows split by cudal1.row_parts, each part's pg_loss weighted by its share of
+    # the tokens, as train_rl.policy_step sums them: the same gradient as the whole group at once
+    assert cudal1.row_parts(10, [5, 7, 3], 0) == [(0, 3)]
+    assert cudal1.row_parts(10, [5, 7, 3], 40) == [(0, 2), (2, 1)]  # 40 // (10 + 7) = 2 rows a part
+    assert cudal1.row_parts(10, [5, 7, 3], 5) == [(0, 1), (1, 1), (2, 1)]  # never fewer than one row
+    torch.manual_seed(0)
+    cfg = cudal1.Config(vocab_size=64, block_size=64, n_layer=1, n_head=2, n_kv_head=2, n_embd=16, n_hidden=32)
+    model = cudal1.Transformer(cfg)
+    prompt, rows = [1, 2, 3, 4], [[5, 6, 7], [8, 9], [10, 11, 12, 13, 14], [15]]
+    adv = torch.tensor([1.0, -0.5, 0.25, -1.0])
+    n_tok = sum(map(len, rows))
+    grads = []
+    for parts in ([(0, 4)], cudal1.row_parts(len(prompt), [len(r) for r in rows], 18)):
+        model.zero_grad()
+        for j, per in parts:
+            logp, mask = cudal1.answer_logprobs(model, prompt, rows[j:j + per], 0.8, 0, 0.95)
+            (cudal1.pg_loss(logp, mask, adv[j:j + per]) * mask.sum() / n_tok).backward()
+        grads.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
+    assert parts == [(0, 2), (2, 2)] and grads[0].abs().sum() > 0  # 18 // (4 + 5) = 2 rows a part
+    assert torch.allclose(grads[0], grads[1], atol=1e-6), (grads[0] - grads[1]).abs().max()
+
+
 # ---- bank
 
 def test_bank_persists_and_survives_a_torn_line(tmp_path):

@@ -112,7 +112,7 @@ def test_generated_tasks_and_the_held_out_line(tmp_path):
     cmd = [sys.executable, os.path.join(ROOT, "train_sft.py"), "--kernels", str(tmp_path / "kernels"),
            "--tasks", os.path.join(ROOT, "kernelbench"), "--kinds", "pytorch", "--out", str(out), "--device", "cpu",
            "--n-layer", "1", "--n-head", "2", "--n-embd", "32", "--block-size", "4096", "--vocab-size", "259",
-           "--steps", "20", "--rounds", "0", "--generated", "6", "--held-out-tasks", "2", "--num-samples", "2",
+           "--steps", "20", "--batch-tokens", "3000", "--rounds", "0", "--generated", "6", "--held-out-tasks", "2", "--num-samples", "2",
            "--max-new-tokens", "64", "--speedups", "nothing.jsonl", "--judge-jobs", "1"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
