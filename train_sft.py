@@ -517,10 +517,16 @@ def get_batch(pool, batch_size):
     return *pad(rows), sum(len(ids) for ids, _ in rows), flops
 
 
+ahead = None  # (pool, the batch drawn for the next step on it)
+
+
 def train_step(pool, lr):
     """One optimizer step on a fresh batch; returns (this rank's loss, and the tokens and FLOPs of all
-    ranks' batches, taken as this rank's times the world size)."""
-    x, y, tokens, flops = get_batch(pool, args.batch_size)
+    ranks' batches, taken as this rank's times the world size). The next batch is drawn and padded
+    while the GPU runs this step, before loss.item() waits for it: the CPU's few ms of work per batch
+    would otherwise sit between steps."""
+    global ahead
+    x, y, tokens, flops = ahead[1] if ahead and ahead[0] is pool else get_batch(pool, args.batch_size)
     model.train()
     with cudal1.autocast(device, dtype):
         loss = train_model(x, y)
@@ -531,6 +537,7 @@ def train_step(pool, lr):
         g["lr"] = lr
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
+    ahead = (pool, get_batch(pool, args.batch_size))
     return loss.item(), tokens * world, flops * world
 
 
