@@ -37,7 +37,7 @@ too. At the end it judges greedy and sampled answers to --held-out-tasks held-ou
 Everything goes to --out (out/sft): the checkpoint (model.safetensors, config.json with the
 settings, optimizer.safetensors), stage2.jsonl (one line of rates and speedups per round),
 selftrain.jsonl (the answers kept), judge/round<r>-rank<k>.jsonl (the judge's records) and
-report.md/.json (the summary; --report puts it elsewhere, e.g. results/); with --generated also
+report.md/.json (the summary; --report writes a copy elsewhere, e.g. results/); with --generated also
 generated/ (tasks/levelG, solutions/levelG, held_out/levelG) and held_out.json. Run the same command
 again to resume: stage 1 from its last save, stage 2 after its last finished round; a finished run
 takes more rounds with a larger --rounds.
@@ -137,7 +137,8 @@ parser.add_argument("--dtype", default="", help="compute dtype; empty: bfloat16 
 parser.add_argument("--seed", type=int, default=1337)
 parser.add_argument("--log-every", type=int, default=10, help="steps between printed log lines")
 parser.add_argument("--save-every", type=int, default=100, help="stage-1 steps between checkpoints")
-parser.add_argument("--report", default="", help="write the run's summary to REPORT.md + .json; empty: <out>/report")
+parser.add_argument("--report", default="", help="also write the run's summary to REPORT.md + .json (generated files "
+                    "counted, not listed); empty: <out>/report alone")
 args = parser.parse_args()
 
 # Settings left at -1 (or unset) take the device's default. CPU: a ~1M-parameter model on the C++
@@ -847,8 +848,10 @@ if args.generated and args.held_out_tasks > 0:
         say(line)
 
 
-def write_report(path):
-    """Markdown + JSON: where and how it ran, stage-1 speed, and every stage-2 round so far."""
+def write_report(path, full=True):
+    """Markdown + JSON: where and how it ran, stage-1 speed, and every stage-2 round so far. The JSON
+    lists every file trained on; with full=False (a --report copy, which results/ keeps) the generated
+    ones are counted instead, 10 MB of paths that the generator's seeds give back anyway."""
     env = evaluate.environment(device.type)
     rounds_path = os.path.join(args.out, "stage2.jsonl")
     rounds = [json.loads(line) for line in open(rounds_path)] if os.path.exists(rounds_path) else []
@@ -887,6 +890,11 @@ def write_report(path):
     if held:
         lines += ["", "## Held-out evaluation (plain prompts; cudal1.held_out: no training input touches these tasks)",
                   "", *[f"- {line.strip()}" for line in held_out_lines(held)]]
+    if not full:
+        generated = os.path.join(args.out, "generated", "")
+        summary["solution_files"] = [f for f in summary["solution_files"] if not f.startswith(generated)]
+        summary.update(generated_solution_files=len(examples) - len(summary["solution_files"]),
+                       generated_tasks=len(gen_tasks))
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")
@@ -896,5 +904,7 @@ def write_report(path):
 
 
 if master:
-    write_report(args.report or os.path.join(args.out, "report"))
+    write_report(os.path.join(args.out, "report"))
+    if args.report:
+        write_report(args.report, full=False)
 cudal1.end_run()

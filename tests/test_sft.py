@@ -113,7 +113,7 @@ def test_generated_tasks_and_the_held_out_line(tmp_path):
            "--tasks", os.path.join(ROOT, "kernelbench"), "--kinds", "pytorch", "--out", str(out), "--device", "cpu",
            "--n-layer", "1", "--n-head", "2", "--n-embd", "32", "--block-size", "4096", "--vocab-size", "259",
            "--steps", "20", "--batch-tokens", "3000", "--rounds", "0", "--generated", "6", "--held-out-tasks", "2", "--num-samples", "2",
-           "--max-new-tokens", "64", "--speedups", "nothing.jsonl", "--judge-jobs", "1"]
+           "--max-new-tokens", "64", "--speedups", "nothing.jsonl", "--judge-jobs", "1", "--report", str(tmp_path / "r")]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
@@ -124,6 +124,9 @@ def test_generated_tasks_and_the_held_out_line(tmp_path):
     assert len(generated) == 4 and len(report["solution_files"]) == 5 and len(report["generated_tasks"]) == 3
     assert not [f for f in generated if cudal1.solution_kind(open(f).read()) == "cuda"]
     assert "5 solutions (5 fit)" in p.stdout, p.stdout
+    copy = json.load(open(tmp_path / "r.json"))  # --report's copy counts the generated files it trained on
+    assert copy["solution_files"] == [str(tmp_path / "kernels" / "level1" / "19_ReLU.py")], copy["solution_files"]
+    assert copy["generated_solution_files"] == 4 and copy["generated_tasks"] == 3 and copy["held_out"] == report["held_out"]
     stats = report["held_out"]["stats"]
     assert set(stats) == {"generated_greedy", "generated_sampled"}  # level 2 is not judged on the CPU
     for mode, n in (("greedy", 2), ("sampled", 4)):
