@@ -149,7 +149,17 @@ DEFAULTS = {
 # ---- distributed and device
 rank, world, device, dtype = cudal1.init_run(args.device or None, args.dtype or None)
 ddp, master = "RANK" in os.environ, rank == 0  # ddp: launched by torchrun
-if args.rl_tasks is None and os.path.isdir(os.path.join(args.init, "generated", "solutions")):
+def stage1_generated(init):
+    """How many generated tasks the checkpoint at `init` trained on (train_sft.py --generated, in the
+    settings its config.json keeps); 0 for none, or for a checkpoint that is not ours."""
+    try:
+        with open(os.path.join(init, "config.json")) as f:
+            return json.load(f).get("settings", {}).get("generated", 0) or 0
+    except (OSError, ValueError):
+        return 0
+
+
+if args.rl_tasks is None and (stage1_generated(args.init) or os.path.isdir(os.path.join(args.init, "generated", "solutions"))):
     args.rl_tasks = "fresh"  # a curriculum checkpoint: RL on tasks of its kind that it never saw, not on kernels/
 cudal1.fill_defaults(args, DEFAULTS[device.type])
 target = cudal1.device_name(device)  # the device named in every prompt
@@ -186,18 +196,20 @@ if resumed and "optimizer" in meta:  # a fresh run starts a fresh optimizer: SFT
 # ---- tasks: those whose plain prompt leaves room for an answer
 # Held-out tasks never enter: not as RL tasks, so not as bank seeds, prompts or exemplars either.
 speedups = evaluate.measured_speedups(args.seed_bank or "") or {}  # {solution name: speedup} in --seed-bank's records
-FRESH_SEED = 10 ** 6  # 'fresh' tasks start here; train_sft.py --generated N reaches seed ~1.07 N
+FRESH_SEED = 10 ** 6  # 'fresh' tasks start here; train_sft.py --generated N draws seeds up to ~1.07 N
 
 
 def fresh_tasks(folder, n):
     """Paths of n generated training-split tasks from FRESH_SEED on (the same ones in every run), written
     to `folder` with the NAME.json that cudal1.held_out reads. Stops when --init's generated tasks
-    reach FRESH_SEED: then stage 1 trained on some of them."""
+    (those beside it, or as many as its settings name: ~6% of seeds are held out) may reach FRESH_SEED:
+    then stage 1 trained on some of them."""
     from kernelbench import generate as gen
     trained = os.path.join(args.init, "generated", "tasks", "levelG")
     seeds = [int(f.split("_")[0]) for f in os.listdir(trained) if f.endswith(".py")] if os.path.isdir(trained) else []
-    if max(seeds, default=-1) >= FRESH_SEED:
-        raise SystemExit(f"--rl-tasks fresh: {args.init} trained on generated seeds up to {max(seeds)}, past "
+    reach = max(max(seeds, default=-1), int(1.25 * stage1_generated(args.init)))
+    if reach >= FRESH_SEED:
+        raise SystemExit(f"--rl-tasks fresh: {args.init} trained on generated seeds up to ~{reach}, past "
                          f"FRESH_SEED = {FRESH_SEED}: these tasks would not be fresh")
     out = []
     for name, source, meta in gen.tasks(FRESH_SEED, n, "gpu" if device.type == "cuda" else "cpu", split="train"):

@@ -30,7 +30,8 @@ def pack(src, dst):
         with open(os.path.join(dst, f"model.bf16.part{i // PART}"), "wb") as f:
             f.write(data[i:i + PART])
     for name in sorted(os.listdir(src)):
-        if name.endswith(".json"):  # 4 parts + these + the results tarball: within the tool's 8 files
+        if name.endswith(".json") and name != "report.json":  # 4 parts + these + the results tarball: within
+            # the tool's 8 files; report.json (10 MB of file lists at the GPU default) comes back in the tarball
             shutil.copy(os.path.join(src, name), dst)
     return (len(data) + PART - 1) // PART
 

@@ -59,11 +59,16 @@ print(','.join(s for _, s in best.values()))")
     ablation)  # issue 15's experiment from out/sft, both arms for each of SEEDS; a seed's two runs are ~2 x
                # (ABLATION_MINUTES + two held-out evaluations, not yet timed): one seed per call, then ablation-report
           timeout "${BUDGET:-540}" make -s rl-ablation GPU=h200 SEEDS="${SEEDS:-1}" ABLATION_MINUTES="${ABLATION_MINUTES:-1.5}" 2>&1 | tail -30 ;;
-    ablation-arms)  # issue 15 over calls on one warm machine: stage 1 into out/sft where this machine lacks it,
-                    # the starting policy's held-out line once, then each ARMS entry (arm-seed, e.g. "contrastive-1
-                    # plain-1") not yet run, while at least ARM_SECONDS of the call's CALL_SECONDS are left
-          test -f out/sft/model.safetensors || python3 train_sft.py --out out/sft --rounds 0 --held-out-tasks 0 \
-            --log-every 500 --report results/curriculum-h200-pad64 2>&1 | tail -12
+    ablation-arms)  # issue 15 over calls: out/sft from carried/sft (a run with carry=["carried"]) or else stage 1,
+                    # packed into $OUT/sft to come back (copy it to carried/sft here); the starting policy's
+                    # held-out line once (carried/rl-start too); then each ARMS entry (arm-seed, e.g.
+                    # "contrastive-1 plain-1") not yet run, while ARM_SECONDS of the call's CALL_SECONDS are left
+          test -f out/sft/model.safetensors || ! test -d carried/sft || python3 bench/carry_checkpoint.py unpack carried/sft out/sft
+          test -f out/sft/model.safetensors || { python3 train_sft.py --out out/sft --rounds 0 --held-out-tasks 0 \
+            --log-every 500 --report "results/curriculum-h200-${SFT_TAG:-stage1}" 2>&1 | tail -12
+            python3 bench/carry_checkpoint.py pack out/sft "$OUT/sft"; }
+          test -f out/rl-start/held_out.jsonl || ! test -f carried/rl-start/held_out.jsonl || \
+            { mkdir -p out/rl-start; cp carried/rl-start/held_out.jsonl out/rl-start/; }
           test -f out/rl-start/held_out.jsonl || python3 train_rl.py --init out/sft --out out/rl-start --steps 0 2>&1 | tail -4
           for a in ${ARMS:-contrastive-1 plain-1}; do
             arm=${a%-*}; s=${a#*-}; d=out/rl-$arm-s$s

@@ -262,3 +262,15 @@ def test_rl_from_a_curriculum_checkpoint_takes_fresh_tasks_it_never_trained_on(t
     cmd[cmd.index("--out") + 1] = str(tmp_path / "rl2")
     p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode != 0 and "would not be fresh" in p.stderr, p.stdout[-2000:] + p.stderr[-2000:]
+    # a checkpoint carried without its generated/ folder (bench/carry_checkpoint.py) is known by the
+    # settings it keeps: fresh tasks by default, and refused when it may have drawn past FRESH_SEED
+    carried = tmp_path / "carried"
+    for n, ok in ((3, True), (900000, False)):
+        cudal1.save_checkpoint(str(carried), cudal1.Transformer(cfg), tok, {"settings": {"generated": n}, "step": 0, "round": 1})
+        cmd[cmd.index("--init") + 1], cmd[cmd.index("--out") + 1] = str(carried), str(tmp_path / f"rl-{n}")
+        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert (p.returncode == 0) == ok, p.stdout[-2000:] + p.stderr[-2000:]
+        if ok:
+            assert json.load(open(tmp_path / f"rl-{n}" / "settings.json"))["rl_tasks"] == "fresh"
+        else:
+            assert "would not be fresh" in p.stderr
