@@ -1337,7 +1337,7 @@ def row_parts(prompt_len, lengths, max_tokens):
     big policy's update takes a group in parts: pg_loss is a token mean, so the parts' losses, each
     weighted by its share of the tokens, have the whole group's gradient."""
     n = len(lengths)
-    per = max(1, max_tokens // (prompt_len + max(lengths))) if max_tokens and n else n
+    per = max(1, max_tokens // (prompt_len + max(lengths))) if max_tokens and n else max(1, n)
     return [(j, min(per, n - j)) for j in range(0, n, per)]
 
 

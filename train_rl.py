@@ -18,7 +18,8 @@ loop with plain prompts: the paper's ablation.
 
 Everything goes to --out (out/rl): the checkpoint (as train_sft.py writes it), bank.jsonl (every
 judged answer with its record), log.jsonl (one line per step), rejudged.jsonl (answers judged
-again in full: would-be new bests and implausible speedups), and candidates/levelN/NAME.py + .json:
+again in full: would-be new bests and implausible speedups), fresh/levelG (the tasks of --rl-tasks
+fresh), and candidates/levelN/NAME.py + .json:
 each task's best correct solution so far, with the analysis as its docstring and the judge's
 record beside it, for a person to review before anything goes into kernels/. Kill it any time:
 the same command resumes from the last checkpoint.
@@ -54,9 +55,9 @@ parser.add_argument("--rl-tasks", default=None, help="comma-separated paths unde
                     "training-split tasks no stage-1 run trains on (seeds from FRESH_SEED), so no answer can be "
                     "recited; 'generated': the generated tasks --init trained on (train_sft.py --generated); "
                     "unset: 'fresh' when --init holds generated tasks, else the device default")
-parser.add_argument("--rl-task-count", type=int, default=-1, help="'fresh' and 'generated' take this many ('generated': "
-                    "those with a measured teacher solution first (each task must come back often enough for its prompt to show "
-                    "the policy's own earlier answers); 0: all; -1: device default")
+parser.add_argument("--rl-task-count", type=int, default=-1, help="'fresh' and 'generated' take this many, so that "
+                    "each task comes back often enough for its prompt to show the policy's own earlier answers "
+                    "('generated': those with a measured teacher solution first; 0: all of them); -1: device default")
 # ---- sampling
 parser.add_argument("--plain", action="store_true", help="plain prompts, no exemplars: the paper's ablation")
 parser.add_argument("--tasks-per-step", type=int, default=-1, help="tasks per step, over all ranks; -1: device default")
@@ -85,8 +86,8 @@ parser.add_argument("--std-floor", type=float, default=0.1, help="smallest group
 parser.add_argument("--max-speedup", type=float, default=20.0, help="a speedup above this is judged again; 0: off")
 parser.add_argument("--update-tokens", type=int, default=-1, help="at most this many tokens (prompt + answer, "
                     "per row) in one backward of the update, a group's rows split to fit; 0: a whole group at once; "
-                    "-1: device default (GPU 12288: Qwen2.5-Coder-1.5B's update of 8 rows of 1000 + 1024 tokens "
-                    "peaked at 118 GiB on an H200; CPU 0)")
+                    "-1: 12288 for a policy over 200M parameters on a GPU (Qwen2.5-Coder-1.5B's update of 8 rows of "
+                    "1000 + 1024 tokens peaked at 118 GiB on an H200; 12288 itself is not yet measured), else 0")
 parser.add_argument("--ppo-epochs", type=int, default=1, help="optimizer steps per batch (>1 gives --clip-eps work)")
 parser.add_argument("--clip-eps", type=float, default=0.0, help="PPO ratio clip; 0: off")
 parser.add_argument("--kl-coef", type=float, default=0.0, help="k3 KL penalty to the --init policy; 0: off")
@@ -131,35 +132,42 @@ args = parser.parse_args()
 # tasks instead (16 on a GPU, 4 on the CPU): the training split's kind of task, drawn from seeds no stage-1
 # run reaches, so the policy has no answer by heart. On the tasks it trained on (--rl-tasks generated,
 # seeded with the teacher's measured solutions) 99% of the correct --plain answers on the H200 were the
-# memorised teacher solution, measured again (results/learning-h200.md, 3 seeds per arm). Either way the held-out split is measured
-# before the first step, every --held-out-every steps and at the end (4 generated tasks on the CPU; 32
-# and the 20 level-2 on a GPU).
+# memorised teacher solution, measured again (results/learning-h200.md, 3 seeds per arm). Either way the
+# held-out split is measured before the first step, every --held-out-every steps and at the end (4
+# generated tasks on the CPU; 32 and the 20 level-2 on a GPU).
 CPU_TASKS = ["19_ReLU", "23_Softmax", "47_Sum_reduction_over_a_dimension", "97_CosineSimilarityLoss"]
 GPU_TASKS = CPU_TASKS + ["12_Matmul_with_diagonal_matrices_", "26_GELU_", "40_LayerNorm", "88_MinGPTNewGelu"]
 DEFAULTS = {
     "cpu": dict(rl_tasks=",".join(f"level1/{t}.py" for t in CPU_TASKS), tasks_per_step=2, num_samples=4,
-                steps=10, lr=3e-5, time_limit=0, max_new_tokens=1280, min_answer_tokens=1280, cuda_graphs=0, update_tokens=0,
+                steps=10, lr=3e-5, time_limit=0, max_new_tokens=1280, min_answer_tokens=1280, cuda_graphs=0,
                 seed_bank="results/cpu.jsonl", held_out_tasks=4, rl_task_count=4),
     "cuda": dict(rl_tasks=",".join(f"level1/{t}.py" for t in GPU_TASKS), tasks_per_step=4, num_samples=8,
                  steps=200, lr=1e-5, time_limit=3.5, max_new_tokens=3072, min_answer_tokens=3072, cuda_graphs=1,
-                 update_tokens=12288,
-                 seed_bank="results/h200.jsonl,results/h200-level2.jsonl,results/teacher-h200.jsonl", held_out_tasks=32, rl_task_count=16),
+                 seed_bank="results/h200.jsonl,results/h200-level2.jsonl,results/teacher-h200.jsonl", held_out_tasks=32,
+                 rl_task_count=16),
 }
 
 # ---- distributed and device
 rank, world, device, dtype = cudal1.init_run(args.device or None, args.dtype or None)
 ddp, master = "RANK" in os.environ, rank == 0  # ddp: launched by torchrun
+
+
 def stage1_generated(init):
-    """How many generated tasks the checkpoint at `init` trained on (train_sft.py --generated, in the
-    settings its config.json keeps); 0 for none, or for a checkpoint that is not ours."""
-    try:
-        with open(os.path.join(init, "config.json")) as f:
-            return json.load(f).get("settings", {}).get("generated", 0) or 0
-    except (OSError, ValueError):
-        return 0
+    """How many generated tasks the checkpoint at `init` trained on (train_sft.py --generated), from
+    the settings it keeps: in config.json (our layout) or cudal1.json (Hugging Face's); 0 for none."""
+    for name in ("cudal1.json", "config.json"):
+        try:
+            with open(os.path.join(init, name)) as f:
+                settings = json.load(f).get("settings", {})
+        except (OSError, ValueError):
+            continue
+        if "generated" in settings:
+            return settings["generated"] or 0
+    return 0
 
 
-if args.rl_tasks is None and (stage1_generated(args.init) or os.path.isdir(os.path.join(args.init, "generated", "solutions"))):
+if args.rl_tasks is None and (stage1_generated(args.init)
+                              or os.path.isdir(os.path.join(args.init, "generated", "solutions"))):
     args.rl_tasks = "fresh"  # a curriculum checkpoint: RL on tasks of its kind that it never saw, not on kernels/
 cudal1.fill_defaults(args, DEFAULTS[device.type])
 target = cudal1.device_name(device)  # the device named in every prompt
@@ -177,6 +185,8 @@ read = cudal1.read
 resumed = os.path.exists(os.path.join(args.out, "config.json"))
 model, tok, meta = cudal1.load_checkpoint(args.out if resumed else args.init, device)
 cfg = model.config
+if args.update_tokens < 0:
+    args.update_tokens = 12288 if device.type == "cuda" and model.num_params() > 2e8 else 0
 if resumed and meta.get("stage") != "rl":
     raise SystemExit(f"{args.out} holds a checkpoint that train_rl.py did not write: use another --out")
 step = meta["step"] if resumed else 0
@@ -207,12 +217,14 @@ def fresh_tasks(folder, n):
     from kernelbench import generate as gen
     trained = os.path.join(args.init, "generated", "tasks", "levelG")
     seeds = [int(f.split("_")[0]) for f in os.listdir(trained) if f.endswith(".py")] if os.path.isdir(trained) else []
-    reach = max(max(seeds, default=-1), int(1.25 * stage1_generated(args.init)))
+    reach = max(max(seeds, default=-1), int(1.25 * stage1_generated(args.init)))  # 1.25 N: ~1.07 N and a margin
     if reach >= FRESH_SEED:
         raise SystemExit(f"--rl-tasks fresh: {args.init} trained on generated seeds up to ~{reach}, past "
                          f"FRESH_SEED = {FRESH_SEED}: these tasks would not be fresh")
     out = []
     for name, source, meta in gen.tasks(FRESH_SEED, n, "gpu" if device.type == "cuda" else "cpu", split="train"):
+        if cudal1.held_out(meta):
+            raise SystemExit(f"--rl-tasks fresh: {name} is held out: the split is broken")
         if master:
             gen.write(folder, name, source, meta)
         out.append(os.path.join(folder, name + ".py"))

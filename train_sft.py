@@ -83,7 +83,8 @@ parser.add_argument("--generated", type=int, default=-1, help="generated trainin
 parser.add_argument("--generated-sample", type=int, default=-1, help="generated training tasks added to each "
                     "stage-2 round's tasks (plain prompts only), drawn afresh per round; -1: device default")
 parser.add_argument("--reference-pairs", type=int, default=-1, help="contrastive pairs showing only the reference "
-                    "at 1.00x, answered by unmeasured teacher solutions of fast moves (reference_pairs); -1: device default")
+                    "at 1.00x, answered by unmeasured teacher solutions of fast moves (reference_pairs); 0: none; "
+                    "-1: device default (GPU 10000, CPU 0)")
 parser.add_argument("--held-out-tasks", type=int, default=-1, help="held-out generated tasks (cudal1.held_out) "
                     "answered greedily and --num-samples times at the end, judged; 0: no held-out evaluation; "
                     "-1: device default")
@@ -99,9 +100,10 @@ parser.add_argument("--vocab-size", type=int, default=-1, help="tokenizer: 256 b
 # ---- stage 1
 parser.add_argument("--steps", type=int, default=-1, help="optimizer steps of stage 1; -1: device default")
 parser.add_argument("--batch-size", type=int, default=-1, help="sequences per step per rank; -1: device default")
-parser.add_argument("--batch-tokens", type=int, default=-1, help="at most this many tokens a batch (before padding): long "
-                    "rows come fewer to a batch; 0: off; -1: 16384 for a policy over 200M parameters on a GPU "
-                    "(Qwen2.5-Coder-1.5B peaked at 94 GiB at 8 x 2048 on an H200), else off")
+parser.add_argument("--batch-tokens", type=int, default=-1, help="at most this many tokens a batch, rows x the "
+                    "longest row (before rounding up to PAD_TO): long rows come fewer to a batch; 0: off; -1: 16384 "
+                    "for a policy over 200M parameters on a GPU (Qwen2.5-Coder-1.5B peaked at 94 GiB at 8 x 2048 on "
+                    "an H200), else off")
 parser.add_argument("--lr", type=float, default=-1, help="peak learning rate, linear warmup then cosine to 10%%; "
                     "-1: device default")
 parser.add_argument("--warmup", type=int, default=-1, help="warmup steps of stage 1 and of each round "
@@ -329,9 +331,10 @@ FAST_MOVE_SHARE = 0.9  # a teacher move whose judged solutions beat eager at lea
 
 
 def reference_pairs(examples, speedups, n):
-    """Up to n (example, [(reference, 1.00x)]) pairs, one per generated task: the contrastive prompt
-    stage 3 opens with on a task it never saw (its bank holds the reference alone), answered by one
-    of the task's teacher solutions that no record measured. No speed of the answer is claimed, and
+    """(pairs, fast moves): up to n (example, [(reference, 1.00x)]) pairs, one per generated task: the
+    contrastive prompt stage 3 opens with on a task it never saw (its bank holds the reference alone),
+    answered by one of the task's teacher solutions with no measured speedup (a record of a failure
+    counts as none: every teacher record so far is ok). No speed of the answer is claimed, and
     the answers come only from moves whose judged teacher solutions (at least 5, in `speedups`) beat
     eager FAST_MOVE_SHARE of the time or more, so they teach the format, not slow answers. Without
     them, ~400 contrastive pairs beside 75k plain ones, the policy parsed 44-57% of its contrastive
@@ -386,7 +389,8 @@ else:
     say(f"{len(cpairs)} contrastive pairs over {len({e['task'] for e, _ in cpairs})} tasks; "
         f"{len(examples) - sum(map(len, measured.values()))} of {len(examples)} solutions have no 'ok' record "
         f"in {args.speedups}, so no prompt shows them and no contrastive pair answers with them")
-rpairs, fast_moves = reference_pairs(gen_examples, speedups or {}, args.reference_pairs) if args.reference_pairs else ([], [])
+rpairs, fast_moves = reference_pairs(gen_examples, speedups or {}, args.reference_pairs) if args.reference_pairs \
+    else ([], [])
 if rpairs:
     say(f"{len(rpairs)} reference-only contrastive pairs, answered by unmeasured teacher solutions of the moves "
         f"measured faster than eager >= {FAST_MOVE_SHARE:.0%} of the time: {', '.join(fast_moves)}")
@@ -464,7 +468,8 @@ def encode_shown(pairs):
 data = encode([(e["prompt"], e["answer"]) for e in examples])
 n_plain = len(data)
 shown_pairs = cpairs + rpairs
-data += [r for r in (pool_map(encode_shown, shown_pairs, 1000) if len(shown_pairs) > 4000 else encode_shown(shown_pairs)) if r]
+shown_rows = pool_map(encode_shown, shown_pairs, 1000) if len(shown_pairs) > 4000 else encode_shown(shown_pairs)
+data += [r for r in shown_rows if r]
 some = examples[::max(1, len(examples) // 5000)]  # per-solution means over <= ~10000 of them
 n_bytes = sum(len(e["answer"].encode()) for e in some) / len(some)
 n_tok = sum(len(tok.encode(e["answer"])) for e in some) / len(some)
@@ -501,6 +506,8 @@ def pad(rows):
     for i, (ids, n_prompt) in enumerate(rows):
         x[i, :len(ids) - 1] = torch.tensor(ids[:-1])
         y[i, n_prompt - 1:len(ids) - 1] = torch.tensor(ids[n_prompt:])  # predict the answer, and its end
+    if device.type == "cuda":  # a copy from pinned memory leaves the CPU free while the GPU works (train_step)
+        x, y = x.pin_memory(), y.pin_memory()
     return x.to(device, non_blocking=True), y.to(device, non_blocking=True)
 
 
@@ -509,11 +516,14 @@ def get_batch(pool, batch_size):
     `pool` is sorted by length (by_length), and the pairs are neighbours from a random start
     (wrapping around, so every pair is drawn equally often), so a batch pads little: uniformly
     random batches of 16 of the GPU default's pairs (~400 to ~2000 tokens) were 38% padding,
-    compute that trains nothing; these 3%."""
+    compute that trains nothing; these 3%. With --batch-tokens a batch of long pairs keeps fewer of
+    them (the longest go first): long pairs are drawn less often, but each weighs more in its batch's
+    token mean, so every token still counts about the same."""
     start = gen.randrange(len(pool))
     rows = [pool[(start + j) % len(pool)] for j in range(batch_size)]
-    while args.batch_tokens and len(rows) > 1 and len(rows) * (max(len(ids) for ids, _ in rows) - 1) > args.batch_tokens:
-        rows.remove(max(rows, key=lambda r: len(r[0])))  # --batch-tokens: a big model's activations grow with B x T
+    longest = lambda: max(len(ids) for ids, _ in rows) - 1  # T before padding to PAD_TO
+    while args.batch_tokens and len(rows) > 1 and len(rows) * longest() > args.batch_tokens:
+        rows.remove(max(rows, key=lambda r: len(r[0])))  # a big model's activations grow with B x T
     flops = raw_model.train_flops([len(ids) for ids, _ in rows])
     return *pad(rows), sum(len(ids) for ids, _ in rows), flops
 
@@ -864,7 +874,8 @@ def write_report(path, full=True):
     summary = dict(command="python " + " ".join(sys.argv), env=env, world=world, dtype=str(dtype), settings=vars(args),
                    params=raw_model.num_params(), tokens_per_solution=n_tok, solutions=len(examples),
                    solution_files=[e["path"] for e in examples], sample_tasks=sample_tasks,  # what it trained on
-                   generated_tasks=gen_tasks, stage2=rounds, held_out=held,
+                   generated_tasks=gen_tasks, contrastive_pairs=len(cpairs), reference_pairs=len(rpairs),
+                   stage2=rounds, held_out=held,
                    stage1=dict(steps=len(speeds), seconds=stage1_s, tokens_per_s=tok_s, mfu_percent=mfu))
     sp = lambda v: "-" if v is None else f"{v:.2f}x"
     lines = [f"# train_sft.py on {env['gpu']}", "",
