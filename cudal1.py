@@ -9,7 +9,8 @@ share, and no loops of its own: importing it parses no arguments and touches no 
 
 Sections, top to bottom:
     native build   load_kernel(source, lang): nvcc / c++ through pybind11, cached by hash;
-                   load_cuda(source): device code only (a cubin), launched by launcher.cu
+                   load_cuda(source): device code only (a cubin), launched by launcher.cu;
+                   CudaGraph(fn): a whole forward replayed from one CUDA graph
     device         autodetect(): the run's device and compute dtype, decided once; autocast(),
                    sampling_model()
     tokenizer      Tokenizer: byte-level BPE trained on our corpus, three special ids (a
@@ -196,6 +197,45 @@ def launcher():
     process. Call it ahead of time to keep that build out of a measurement."""
     with open(LAUNCHER) as f:
         return load_kernel(f.read(), "cuda")
+
+
+class CudaGraph:
+    """fn(*inputs) replayed from one CUDA graph per input signature (shapes, dtypes, device), captured
+    at its first call: a forward of hundreds of small kernels costs one graph launch instead of one
+    launch per op, the win for a whole network at a small batch. Inputs are copied into the graph's
+    own buffers and the output is cloned, so every call returns a fresh tensor. What fn reads besides
+    its inputs (weights, BatchNorm's running statistics) is read where it lives at each replay, and
+    updated there as eagerly; fn must be the same ops for every input of its signature (no branch on
+    values). Runs without autograd, the way a custom kernel does; off the GPU fn runs as it is. Two
+    warm-up calls before the capture (lazy init, cuDNN's plans) run on a side stream, as CUDA requires."""
+
+    def __init__(self, fn):
+        self.fn, self.graphs = fn, {}
+
+    @torch.no_grad()
+    def __call__(self, *xs):
+        tensor = [isinstance(x, torch.Tensor) for x in xs]
+        if not any(x.is_cuda for x, t in zip(xs, tensor) if t):
+            return self.fn(*xs)
+        key = tuple((x.shape, x.dtype, x.device) if t else x for x, t in zip(xs, tensor))
+        if key not in self.graphs:
+            static = [x.clone() if t else x for x, t in zip(xs, tensor)]
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(2):
+                    self.fn(*static)
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                out = self.fn(*static)
+            self.graphs[key] = graph, static, out
+        graph, static, out = self.graphs[key]
+        for buf, x, t in zip(static, xs, tensor):
+            if t:
+                buf.copy_(x)
+        graph.replay()
+        return out.clone()
 
 
 # -----------------------------------------------------------------------------

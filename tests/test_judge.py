@@ -16,6 +16,7 @@ import time
 import pytest
 import torch
 
+import cudal1
 import evaluate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -649,6 +650,39 @@ GRAPH = sol("""
     """)
 
 
+GRAPHED = sol("""
+    def forward(self, x):  # the same forward, replayed from one CUDA graph (cudal1.CudaGraph)
+        if not hasattr(self, 'run'):
+            self.run = cudal1.CudaGraph(lambda x: torch.relu(self.lin(x)) * 2.0)
+        return self.run(x)
+""", head="import cudal1\n")
+
+
+def test_cuda_graph_off_the_gpu_is_the_function_itself():
+    calls = []
+    fn = lambda x, k: calls.append(k) or x * k
+    g = cudal1.CudaGraph(fn)
+    x = torch.randn(3, requires_grad=True)
+    y = g(x, 2)
+    assert torch.equal(y, x * 2) and calls == [2] and not y.requires_grad  # no autograd, as a custom kernel
+
+
+@pytest.mark.gpu
+def test_gpu_cuda_graph_replays_the_forward_on_fresh_inputs():
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU()).cuda()
+    g = cudal1.CudaGraph(net)
+    for _ in range(3):  # training-mode BatchNorm: batch statistics, running ones updated at each replay
+        x = torch.randn(4, 8, device="cuda")
+        before = net[1].running_mean.clone()
+        y = g(x)
+        with torch.no_grad():
+            want = torch.nn.functional.relu(torch.nn.functional.batch_norm(
+                net[0](x), None, None, net[1].weight, net[1].bias, training=True))
+        assert torch.allclose(y, want, atol=1e-5) and not torch.equal(net[1].running_mean, before)
+    assert g(x).data_ptr() != g(x).data_ptr() and len(g.graphs) == 1  # a fresh tensor each call, one capture
+
+
 @pytest.mark.gpu
 def test_gpu_cheats(tasks):
     gpu = dict(FAST, device="cuda")
@@ -656,7 +690,7 @@ def test_gpu_cheats(tasks):
              "illegal_address": (f"import cudal1\nlib = cudal1.load_kernel({ILLEGAL!r}, 'cuda')\n" +
                                  sol("def forward(self, x):\n    lib.run()\n    return x\n"), {"runtime_error"}),
              "late_write": (LATE_WRITE, {"cheat:output_changed", "cheat:side_stream", "incorrect"}),
-             "honest": (HONEST, {"ok"}), "cuda_graph": (GRAPH, {"ok"}),
+             "honest": (HONEST, {"ok"}), "cuda_graph": (GRAPH, {"ok"}), "cudal1_graph": (GRAPHED, {"ok"}),
              **{n: (ATTACKS[n][0], {ATTACKS[n][1]}) for n in ("stack_walk", "gc_scan", "self_removing_patch",
                                                              "predict_inputs", "forged_record")}}
     recs = evaluate.judge_many([(str(tasks / "1_Affine.py"), src) for src, _ in cases.values()], **gpu)
