@@ -207,10 +207,12 @@ class CudaGraph:
     its inputs (weights, BatchNorm's running statistics) is read where it lives at each replay, and
     updated there as eagerly; fn must be the same ops for every input of its signature (no branch on
     values). Runs without autograd, the way a custom kernel does; off the GPU fn runs as it is. Two
-    warm-up calls before the capture (lazy init, cuDNN's plans) run on a side stream, as CUDA requires."""
+    warm-up calls before the capture (lazy init, cuDNN's plans) run on a side stream, as CUDA requires;
+    with `module` given, its buffers (BatchNorm's running statistics and counts) are put back after
+    them, so its state after each call is eager's, and a graph is kept per train/eval mode too."""
 
-    def __init__(self, fn):
-        self.fn, self.graphs = fn, {}
+    def __init__(self, fn, module=None):
+        self.fn, self.module, self.graphs = fn, module, {}
 
     @torch.no_grad()
     def __call__(self, *xs):
@@ -218,14 +220,18 @@ class CudaGraph:
         if not any(x.is_cuda for x, t in zip(xs, tensor) if t):
             return self.fn(*xs)
         key = tuple((x.shape, x.dtype, x.device) if t else x for x, t in zip(xs, tensor))
+        key += (self.module.training,) if self.module is not None else ()
         if key not in self.graphs:
             static = [x.clone() if t else x for x, t in zip(xs, tensor)]
+            saved = [(b, b.clone()) for b in self.module.buffers()] if self.module is not None else []
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(side):
                 for _ in range(2):
                     self.fn(*static)
             torch.cuda.current_stream().wait_stream(side)
+            for b, v in saved:
+                b.copy_(v)
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
                 out = self.fn(*static)

@@ -4,6 +4,7 @@ Every cheat here is written for one rule; all pairs go through one judge_many ca
 pays for one pool of workers, not one per test.
 """
 import collections
+import copy
 import types
 import json
 import os
@@ -671,16 +672,20 @@ def test_cuda_graph_off_the_gpu_is_the_function_itself():
 def test_gpu_cuda_graph_replays_the_forward_on_fresh_inputs():
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU()).cuda()
-    g = cudal1.CudaGraph(net)
-    for _ in range(3):  # training-mode BatchNorm: batch statistics, running ones updated at each replay
+    eager = copy.deepcopy(net)
+    g = cudal1.CudaGraph(net, module=net)
+    for _ in range(3):  # training-mode BatchNorm: batch statistics, running ones updated as eagerly
         x = torch.randn(4, 8, device="cuda")
-        before = net[1].running_mean.clone()
         y = g(x)
         with torch.no_grad():
-            want = torch.nn.functional.relu(torch.nn.functional.batch_norm(
-                net[0](x), None, None, net[1].weight, net[1].bias, training=True))
-        assert torch.allclose(y, want, atol=1e-5) and not torch.equal(net[1].running_mean, before)
+            want = eager(x)
+        assert torch.allclose(y, want, atol=1e-5)
+        assert torch.allclose(net[1].running_mean, eager[1].running_mean, atol=1e-6)
+        assert net[1].num_batches_tracked.item() == eager[1].num_batches_tracked.item()  # warm-ups put back
     assert g(x).data_ptr() != g(x).data_ptr() and len(g.graphs) == 1  # a fresh tensor each call, one capture
+    net.eval()
+    g(x)
+    assert len(g.graphs) == 2  # eval mode is another graph
 
 
 @pytest.mark.gpu
