@@ -199,6 +199,23 @@ def launcher():
         return load_kernel(f.read(), "cuda")
 
 
+def capture(fn, rewind=lambda: None):
+    """(graph, output) of fn() captured as a CUDA graph, after two warm-up calls on a side stream (lazy
+    init, cuDNN's and cuBLAS's plans: CUDA wants them off the capture); rewind() then undoes what the
+    warm-ups changed. The capture itself runs nothing on the device."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    rewind()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = fn()
+    return graph, out
+
+
 class CudaGraph:
     """fn(*inputs) replayed from one CUDA graph per input signature (shapes, dtypes, device), captured
     at its first call: a forward of hundreds of small kernels costs one graph launch instead of one
@@ -224,17 +241,7 @@ class CudaGraph:
         if key not in self.graphs:
             static = [x.clone() if t else x for x, t in zip(xs, tensor)]
             saved = [(b, b.clone()) for b in self.module.buffers()] if self.module is not None else []
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                for _ in range(2):
-                    self.fn(*static)
-            torch.cuda.current_stream().wait_stream(side)
-            for b, v in saved:
-                b.copy_(v)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                out = self.fn(*static)
+            graph, out = capture(lambda: self.fn(*static), lambda: [b.copy_(v) for b, v in saved])
             self.graphs[key] = graph, static, out
         graph, static, out = self.graphs[key]
         for buf, x, t in zip(static, xs, tensor):
@@ -734,17 +741,11 @@ def cuda_graph(step, cache):
     forward is ~2800 aten calls)."""
     tok = torch.zeros(cache.k.size(1), dtype=torch.long, device=cache.k.device)  # the graph's input
     pos, pos_t = cache.pos, cache.pos_t.clone()
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):  # warm-up off the capture: it writes slots pos and pos + 1 (2 must be
-        for _ in range(2):         # free, claim checks), rewritten by the replays later
-            step(tok)
-    torch.cuda.current_stream().wait_stream(side)
-    cache.pos = pos  # both back to where the decode starts
-    cache.pos_t.copy_(pos_t)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        logits = step(tok)  # its output buffer, refilled by every replay
+
+    def rewind():  # the warm-ups wrote slots pos and pos + 1 (2 must be free, claim checks): back to pos
+        cache.pos = pos
+        cache.pos_t.copy_(pos_t)
+    graph, logits = capture(lambda: step(tok), rewind)  # logits: its output buffer, refilled by every replay
     cache.pos = pos  # the capture ran nothing on the device: pos_t is still at pos
 
     def replay(token):
