@@ -858,10 +858,10 @@ if args.generated and args.held_out_tasks > 0:
         say(line)
 
 
-def write_report(path, full=True):
-    """Markdown + JSON: where and how it ran, stage-1 speed, and every stage-2 round so far. The JSON
-    lists every file trained on; with full=False (a --report copy, which results/ keeps) the generated
-    ones are counted instead, 10 MB of paths that the generator's seeds give back anyway."""
+def write_report(path, copy=""):
+    """Markdown + JSON at `path`: where and how it ran, stage-1 speed, and every stage-2 round so far,
+    the JSON listing every file trained on; the same at `copy` (--report, which results/ keeps) with the
+    generated files counted instead, 10 MB of paths that the generator's seeds give back anyway."""
     env = evaluate.environment(device.type)
     rounds_path = os.path.join(args.out, "stage2.jsonl")
     rounds = [json.loads(line) for line in open(rounds_path)] if os.path.exists(rounds_path) else []
@@ -901,21 +901,20 @@ def write_report(path, full=True):
     if held:
         lines += ["", "## Held-out evaluation (plain prompts; cudal1.held_out: no training input touches these tasks)",
                   "", *[f"- {line.strip()}" for line in held_out_lines(held)]]
-    if not full:
-        generated = os.path.join(args.out, "generated", "")
-        summary["solution_files"] = [f for f in summary["solution_files"] if not f.startswith(generated)]
-        summary.update(generated_solution_files=len(examples) - len(summary["solution_files"]),
-                       generated_tasks=len(gen_tasks))
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path + ".md", "w") as f:
-        f.write("\n".join(lines) + "\n")
-    with open(path + ".json", "w") as f:
-        json.dump(summary, f, indent=1)
-    say(f"report: {path}.md")
+    generated = os.path.join(args.out, "generated", "")
+    library = [f for f in summary["solution_files"] if not f.startswith(generated)]
+    short = dict(summary, solution_files=library, generated_solution_files=len(examples) - len(library),
+                 generated_tasks=len(gen_tasks))
+    for where, what in ((path, summary), (copy, short)):
+        if where:
+            os.makedirs(os.path.dirname(os.path.abspath(where)), exist_ok=True)
+            with open(where + ".md", "w") as f:
+                f.write("\n".join(lines) + "\n")
+            with open(where + ".json", "w") as f:
+                json.dump(what, f, indent=1)
+            say(f"report: {where}.md")
 
 
 if master:
-    write_report(os.path.join(args.out, "report"))
-    if args.report:
-        write_report(args.report, full=False)
+    write_report(os.path.join(args.out, "report"), args.report)
 cudal1.end_run()
