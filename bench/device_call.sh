@@ -66,16 +66,17 @@ print(','.join(s for _, s in best.values()))")
                     # packed into $OUT/sft to come back (copy it to carried/sft here); the starting policy's
                     # held-out line once (carried/rl-start too); then each ARMS entry (arm-seed, e.g.
                     # "contrastive-1 plain-1") not yet run, while ARM_SECONDS of the call's CALL_SECONDS are left
-          # out/sft/report.json is written last: a stage 1 cut off by a call's end is not taken for a finished one
-          if ! test -f out/sft/report.json && test -d carried/sft; then
-            rm -rf out/sft out/rl-start; python3 bench/carry_checkpoint.py unpack carried/sft out/sft && touch out/sft/report.json
+          # out/sft/.complete: a checkpoint unpacked whole, or a stage 1 that wrote its report (its last act),
+          # so one cut off by a call's end is not taken for a finished one
+          if ! test -f out/sft/.complete && test -d carried/sft; then
+            rm -rf out/sft out/rl-start; python3 bench/carry_checkpoint.py unpack carried/sft out/sft && touch out/sft/.complete
             if test -f carried/rl-start/held_out.jsonl; then mkdir -p out/rl-start; cp carried/rl-start/held_out.jsonl out/rl-start/; fi
           fi
-          if ! test -f out/sft/report.json; then
+          if ! test -f out/sft/.complete; then
             rm -rf out/rl-start; mkdir -p build
             python3 train_sft.py --out out/sft --rounds 0 --held-out-tasks 0 --log-every 500 \
               --report "results/curriculum-h200-${SFT_TAG:-stage1}" > build/sft.log 2>&1; tail -12 build/sft.log
-            test -f out/sft/report.json && python3 bench/carry_checkpoint.py pack out/sft "$OUT/sft"
+            test -f out/sft/report.json && touch out/sft/.complete && python3 bench/carry_checkpoint.py pack out/sft "$OUT/sft"
           fi
           test -f out/rl-start/held_out.jsonl || python3 train_rl.py --init out/sft --out out/rl-start --steps 0 2>&1 | tail -4
           for a in ${ARMS:-contrastive-1 plain-1}; do
