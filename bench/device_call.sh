@@ -11,7 +11,7 @@ for step in "$@"; do
   case $step in
     info) nvidia-smi --query-gpu=name,driver_version,compute_cap,clocks.sm,clocks.mem --format=csv
           python3 -c "import torch, pybind11, safetensors, tqdm, numpy; print('torch', torch.__version__, 'cuda', torch.version.cuda)" ;;
-    test-gpu) python3 -m pytest -q -m gpu -s tests/test_judge.py tests/test_policy.py 2>&1 | tail -25 ;;
+    test-gpu) timeout "${TEST_BUDGET:-180}" python3 -m pytest -q -m gpu -s tests/test_judge.py tests/test_policy.py 2>&1 | tail -25 ;;
     drafts3)  # drafts/level3: solutions written without a GPU, judged here first (passing ones move to kernels/level3)
           timeout "${BUDGET:-480}" python3 evaluate.py --tasks kernelbench/level3 --solutions drafts/level3 --gpu h200 \
             --time-budget "${TIME_BUDGET:-0.5}" --out results/h200-drafts-level3 2>&1 | tail -3 ;;
