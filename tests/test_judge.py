@@ -57,6 +57,28 @@ def get_init_inputs():
     return []
 '''
 
+STATEFUL_TASK = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    """Carries state from call to call, as level 3's VanillaRNN does: each output depends on how
+    many calls came before."""
+    def __init__(self):
+        super().__init__()
+        self.h = torch.randn(8, 16)
+
+    def forward(self, x):
+        self.h = torch.tanh(x + self.h.to(x.device))
+        return self.h * 2.0
+
+def get_inputs():
+    return [torch.randn(8, 16)]
+def get_init_inputs():
+    return []
+'''
+STATEFUL_SOL = STATEFUL_TASK.replace("class Model(", "class ModelNew(")
+
 HEAD = "import torch\nimport torch.nn as nn\n\nclass ModelNew(nn.Module):\n"
 INIT = "    def __init__(self, n):\n        super().__init__()\n        self.lin = nn.Linear(n, n)\n"
 
@@ -296,6 +318,7 @@ def tasks(tmp_path_factory):
     (d / "1_Affine.py").write_text(TASK)
     (d / "2_Copy.py").write_text(COPY_TASK)
     (d / "3_Spy.py").write_text(SPY_TASK.replace("SPY_FILE", repr(str(d / "spy.txt"))))
+    (d / "4_Stateful.py").write_text(STATEFUL_TASK)
     return d
 
 
@@ -319,17 +342,24 @@ def records(tasks, tmp_path_factory, request):
     cases["alias"] = ("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x\n",
                       "cheat:aliasing")
     cases["global_state"] = (GLOBAL_STATE, "ok")
-    task_of = {"alias": "2_Copy.py", "global_state": "3_Spy.py"}
+    # a stateful task: the same state carried (passes) or the state dropped after the first call (fails)
+    cases["stateful"] = (STATEFUL_SOL, "ok")
+    cases["stateful_forgets"] = (STATEFUL_SOL.replace("self.h = torch.tanh", "return 2 * torch.tanh"), "incorrect")
+    task_of = {"alias": "2_Copy.py", "global_state": "3_Spy.py", "stateful": "4_Stateful.py",
+               "stateful_forgets": "4_Stateful.py"}
     pairs = [(str(tasks / task_of.get(n, "1_Affine.py")), src) for n, (src, _) in cases.items()]
     recs = evaluate.judge_many(pairs, **{**FAST, **(evaluate.SCREEN if request.param == "screen" else {})})
     return {n: r for n, r in zip(cases, recs)}, counter
 
 
-@pytest.mark.parametrize("name", [n for n in CASES if n != "hang"] + ["content_cache", "alias", "global_state"])
+EXTRA = {"content_cache": "ok", "alias": "cheat:aliasing", "global_state": "ok", "stateful": "ok",
+         "stateful_forgets": "incorrect"}
+
+
+@pytest.mark.parametrize("name", [n for n in CASES if n != "hang"] + list(EXTRA))
 def test_case(records, name):
     recs, _ = records
-    expected = CASES[name][1] if name in CASES else {"content_cache": "ok", "alias": "cheat:aliasing",
-                                                     "global_state": "ok"}[name]
+    expected = CASES[name][1] if name in CASES else EXTRA[name]
     r = recs[name]
     assert r["status"] == expected, (r["status"], r["message"])
     assert r["correct"] == (expected == "ok")
