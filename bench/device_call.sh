@@ -12,9 +12,6 @@ for step in "$@"; do
     info) nvidia-smi --query-gpu=name,driver_version,compute_cap,clocks.sm,clocks.mem --format=csv
           python3 -c "import torch, pybind11, safetensors, tqdm, numpy; print('torch', torch.__version__, 'cuda', torch.version.cuda)" ;;
     test-gpu) timeout "${TEST_BUDGET:-180}" python3 -m pytest -q -m gpu -s tests/test_judge.py tests/test_policy.py 2>&1 | tail -25 ;;
-    drafts3)  # drafts/level3: solutions written without a GPU, judged here first (passing ones move to kernels/level3)
-          timeout "${BUDGET:-480}" python3 evaluate.py --tasks kernelbench/level3 --solutions drafts/level3 --gpu h200 \
-            --time-budget "${TIME_BUDGET:-0.5}" --out results/h200-drafts-level3 2>&1 | tail -3 ;;
     build-time) python3 bench/build_time.py 2>&1 | tail -3 ;;
     eval) make -s eval GPU=h200 TASKS=kernelbench SOLUTIONS=kernels 2>&1 | tail -3 ;;
     baseline)  # resumable: a cut-off run continues from results/h200-baseline.jsonl next call
@@ -42,6 +39,12 @@ print(','.join(s for _, s in best.values()))")
           python3 kernelbench/teacher.py --seeds "${TEACHER_SEEDS:-0:720}" --out build/teacher > /dev/null
           timeout "${BUDGET:-540}" python3 evaluate.py --tasks build/teacher/tasks/levelG --solutions build/teacher/solutions/levelG \
             --gpu h200 --trials 4 --time-budget "${TIME_BUDGET:-0.1}" --out results/teacher-h200 2>&1 | tail -3 ;;
+    teacher-screen)  # every teacher solution of TEACHER_SEEDS in RL's screening mode (every rule, 2 trials, 0.3 s
+                     # of timing, builds beside measuring): stage 1's contrastive pairs that show a solution need
+                     # measured variants in the thousands, and the full judge managed ~215 per call (the JSONL resumes)
+          python3 kernelbench/teacher.py --seeds "${TEACHER_SEEDS:-720:2720}" --out build/teacher > /dev/null
+          timeout "${BUDGET:-540}" python3 evaluate.py --tasks build/teacher/tasks/levelG --solutions build/teacher/solutions/levelG \
+            --gpu h200 --screen --out results/teacher-h200-screen 2>&1 | tail -3 ;;
     throughput-*)  # issue 13's table over calls: throughput-cb, then throughput-a (results/h200-judge-throughput.{md,json} merge)
           timeout "${BUDGET:-570}" python3 bench/judge_throughput.py --arms "$(echo ${step#throughput-} | sed 's/./&,/g;s/,$//')" \
             ${THROUGHPUT_FLAGS:-} 2>&1 | tail -12 ;;

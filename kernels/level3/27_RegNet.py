@@ -1,0 +1,109 @@
+"""The "RegNet" conv stack replayed from one CUDA graph, every 3x3 conv as one 3xTF32 convolution.
+
+Three stages of conv3x3+BN+ReLU, conv3x3+BN+ReLU, maxpool at 224, 112 and 56 pixels (64, 128 and 256
+channels, batch 8), then a mean and a Linear: only ~35 aten ops, but ~120 GFLOP, 30 of them in each
+of the three widest convs. The time is the convolutions, and the race is TF32: eager lets cuDNN run
+them on TF32 tensor cores (~1e-3 relative error; eager's default math misses the strict tolerance
+here by a factor of 1.8), while exact fp32 on the CUDA cores would take several times as long. So
+each conv runs as 3xTF32: the input is split as x = hi + lo, hi exact in TF32 (the low 13 mantissa
+bits cleared), the weight likewise, and ONE TF32 convolution of [hi_x, hi_x, lo_x] (3x the input
+channels) against [hi_w, lo_w, hi_w] sums hi*hi + hi*lo + lo*hi in fp32, dropping only lo*lo (~2^-22
+relative): fp32-level results at 3x eager's tensor-core work (~360 GFLOP of TF32) plus a split pass
+per conv that reads the input once and writes it three times (the widest, 8 x 64 x 224 x 224, is
+103 MB).
+
+Measured on the H200: 0.57x vs eager (2.23 ms -> 3.91 ms). It is slower, as it must be against a
+TF32 eager: three times eager's tensor-core work plus the split traffic, though it costs only ~1.75x
+eager's time, as eager itself runs its 120 GFLOP at ~54 TFLOP/s, far from the TF32 peak. Winning
+needs fp32 accuracy at near-TF32 cost: the split done in registers inside one implicit-GEMM kernel,
+with BN statistics and ReLU in its epilogue, so the 3x-wide input never goes to memory; the 3x
+tensor-core work would remain.
+
+cudal1.CudaGraph replays the forward as one launch, which matters little here (35 ops against
+milliseconds of convolution) but costs only the input copy and the output clone. BatchNorm stays in
+training mode (batch statistics, running statistics updated at every replay), so conv+BN cannot be
+folded; the conv bias is kept although the batch mean cancels it, because the running mean must
+still see it. The capture's two warm-up runs would update the running statistics two extra times, so
+the first call of each input shape saves every buffer, captures, restores them and then replays.
+"""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import cudal1
+
+
+def split_tf32(t):
+    """t = hi + lo, with hi exactly representable in TF32 (the low 13 mantissa bits cleared)."""
+    hi = (t.view(torch.int32) & -8192).view(torch.float32)
+    return hi, t - hi
+
+
+def split3(x):
+    """(N, C, H, W) -> (N, 3C, H, W) holding [hi, hi, lo] of x, written in place (no cat pass)."""
+    C = x.shape[1]
+    out = x.new_empty((x.shape[0], 3 * C) + tuple(x.shape[2:]))
+    hi = out[:, :C]
+    torch.bitwise_and(x.view(torch.int32), -8192, out=hi.view(torch.int32))
+    out[:, C:2 * C].copy_(hi)
+    torch.sub(x, hi, out=out[:, 2 * C:])
+    return out
+
+
+def conv_3xtf32(c, x):
+    """c(x) for a groups=1 Conv2d, on cuDNN's TF32 tensor cores at fp32 accuracy (3xTF32)."""
+    assert c.groups == 1
+    wh, wl = split_tf32(c.weight)
+    w3 = torch.cat((wh, wl, wh), 1)  # (C_out, 3 C_in, kh, kw) against [hi_x, hi_x, lo_x]
+    cudnn = torch.backends.cudnn
+    tf32 = cudnn.allow_tf32
+    cudnn.allow_tf32 = True  # hi is exact in TF32; rounding lo to TF32 costs ~2^-22 relative
+    try:
+        return F.conv2d(split3(x), w3, c.bias, c.stride, c.padding, c.dilation, c.groups)
+    finally:
+        cudnn.allow_tf32 = tf32
+
+
+class ModelNew(nn.Module):
+    def __init__(self, input_channels, stages, block_widths, output_classes):
+        super().__init__()
+        self.stages = stages
+        self.block_widths = block_widths
+        layers = []
+        current_channels = input_channels
+        for i in range(stages):
+            layers.append(self._make_stage(current_channels, block_widths[i]))
+            current_channels = block_widths[i]
+        self.feature_extractor = nn.Sequential(*layers)
+        self.fc = nn.Linear(block_widths[-1], output_classes)
+        self.run = cudal1.CudaGraph(self.graphed)
+        self.captured = set()  # input signatures whose graph exists
+
+    def _make_stage(self, in_channels, out_channels):
+        return nn.Sequential(
+            nn.Conv2d(in_channels, out_channels, kernel_size=3, padding=1),
+            nn.BatchNorm2d(out_channels),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(out_channels, out_channels, kernel_size=3, padding=1),
+            nn.BatchNorm2d(out_channels),
+            nn.ReLU(inplace=True),
+            nn.MaxPool2d(kernel_size=2, stride=2),
+        )
+
+    def graphed(self, x):
+        for stage in self.feature_extractor:  # (B, C, H, W) -> (B, C', H/2, W/2)
+            for m in stage:
+                x = conv_3xtf32(m, x) if isinstance(m, nn.Conv2d) else m(x)
+        x = torch.mean(x, dim=[2, 3])  # (B, block_widths[-1])
+        return self.fc(x)
+
+    def forward(self, x):
+        key = (x.shape, x.dtype, x.device)
+        if x.is_cuda and key not in self.captured:
+            # the capture's two warm-up runs update BatchNorm's running statistics too: undo them
+            saved = [b.clone() for b in self.buffers()]
+            self.run(x)
+            for b, s in zip(self.buffers(), saved):
+                b.copy_(s)
+            self.captured.add(key)
+        return self.run(x)
