@@ -14,7 +14,7 @@ for step in "$@"; do
     test-gpu) timeout "${TEST_BUDGET:-180}" python3 -m pytest -q -m gpu -s tests/test_judge.py tests/test_policy.py 2>&1 | tail -25 ;;
     drafts)  # drafts/LEVEL: solutions written without a GPU, judged here first (passing ones move to kernels/LEVEL)
           timeout "${BUDGET:-480}" python3 evaluate.py --tasks "kernelbench/${LEVEL:-level3}" --solutions "drafts/${LEVEL:-level3}" \
-            --gpu h200 --time-budget "${TIME_BUDGET:-0.5}" --out "results/h200-drafts-${LEVEL:-level3}" 2>&1 | tail -3 ;;
+            --gpu h200 --time-budget "${TIME_BUDGET:-0.5}" --out "results/h200-drafts-${LEVEL:-level3}-$(date +%m%d)" 2>&1 | tail -3 ;;
     build-time) python3 bench/build_time.py 2>&1 | tail -3 ;;
     eval) make -s eval GPU=h200 TASKS=kernelbench SOLUTIONS=kernels 2>&1 | tail -3 ;;
     baseline)  # resumable: a cut-off run continues from results/h200-baseline.jsonl next call
