@@ -86,15 +86,15 @@ print(','.join(s for _, s in best.values()))")
           fi
           test -f out/rl-start/held_out.jsonl || python3 train_rl.py --init out/sft --out out/rl-start --steps 0 2>&1 | tail -4
           for a in ${ARMS:-contrastive-1 plain-1}; do
-            arm=${a%-*}; s=${a#*-}; d=out/rl-$arm-s$s
+            arm=${a%-*}; s=${a#*-}; d=out/rl-$arm-s$s${ARM_TAG:-}  # ARM_TAG (e.g. -lr1e-4) names a variant run with RL_FLAGS
             test -f $d/log.jsonl && continue
             [ $((${CALL_SECONDS:-570} - SECONDS)) -lt "${ARM_SECONDS:-125}" ] && { echo "no time left for $a"; break; }
             mkdir -p $d; cp out/rl-start/held_out.jsonl $d/
             python3 train_rl.py --init out/sft --out $d --seed $s $([ $arm = plain ] && echo --plain) \
-              --time-limit "${ABLATION_MINUTES:-1}" 2>&1 | tail -5
+              --time-limit "${ABLATION_MINUTES:-1}" ${RL_FLAGS:-} 2>&1 | tail -5
           done ;;
     ablation-report)  # every seed's runs under out/ in one report and picture -> results/learning-h200.{md,svg}
-          python3 bench/rl_report.py $(ls -d out/rl-contrastive-s* out/rl-plain-s*) --out results/learning-h200.md 2>&1 | tail -30 ;;
+          python3 bench/rl_report.py ${REPORT_RUNS:-$(ls -d out/rl-contrastive-s? out/rl-plain-s?)} --out "results/${REPORT_NAME:-learning-h200}.md" 2>&1 | tail -30 ;;
     carry-sft)  # out/sft's weights in bf16 parts under $OUT/sft, to bring back here (the tool returns <= 16 MiB a file)
           python3 bench/carry_checkpoint.py pack out/sft "$OUT/sft" ;;
     uncarry-sft)  # a carried checkpoint (copied into carried/sft here, passed with carry=["carried"]) back to out/sft
