@@ -80,7 +80,7 @@ print(','.join(s for _, s in best.values()))")
           fi
           if ! test -f out/sft/.complete; then
             rm -rf out/rl-start; mkdir -p build
-            python3 train_sft.py --out out/sft --rounds 0 --held-out-tasks 0 --log-every 500 \
+            python3 train_sft.py --out out/sft --rounds 0 --held-out-tasks 0 --log-every 500 ${SFT_FLAGS:-} \
               --report "results/curriculum-h200-${SFT_TAG:-stage1}" > build/sft.log 2>&1; tail -12 build/sft.log
             test -f out/sft/report.json && touch out/sft/.complete && python3 bench/carry_checkpoint.py pack out/sft "$OUT/sft"
           fi
