@@ -51,6 +51,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
+# The judge's H200 records (evaluate.py JSONL) of the library and of the teacher's solutions: the measured
+# speedups stage 1's contrastive pairs show and stage 3's bank is seeded with, on a GPU.
+H200_RECORDS = ",".join(f"results/{name}.jsonl" for name in
+                        ("h200", "h200-level2", "h200-level3", "teacher-h200", "teacher-h200-screen"))
 
 # -----------------------------------------------------------------------------
 # native build
@@ -331,7 +335,7 @@ def script_defaults(script, names=("FIRST_SLICE", "CPU_TASKS", "GPU_TASKS", "DEF
     """The module-level assignments `names` of a training script (a path under ROOT), evaluated without
     running it (train_sft.py and train_rl.py train on import): what a bench script or a test reads of
     their device defaults."""
-    env = {}
+    env = {"cudal1": sys.modules[__name__]}  # the defaults may name this module's constants
     for node in ast.parse(open(os.path.join(ROOT, script)).read()).body:
         if isinstance(node, ast.Assign) and any(getattr(t, "id", None) in names for t in node.targets):
             exec(compile(ast.Module([node], []), script, "exec"), env)

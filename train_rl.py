@@ -73,8 +73,8 @@ parser.add_argument("--cuda-graphs", type=int, default=-1, help="1: decode throu
 parser.add_argument("--exemplars", type=int, default=2, help="earlier correct solutions per prompt, at most")
 parser.add_argument("--seed-bank", default=None, help="evaluate.py records of kernels/ solutions: a fresh bank "
                     "starts with the correct ones of the RL tasks (step -1), so contrastive prompts show exemplars "
-                    "from the first step; unset: the level-1, level-2 and teacher records of the H200 on a GPU "
-                    "(results/h200.jsonl, h200-level2.jsonl, h200-level3.jsonl, teacher-h200.jsonl, teacher-h200-screen.jsonl), results/cpu.jsonl on the CPU; "
+                    "from the first step; unset: the library's and the teacher's H200 records on a GPU "
+                    f"({cudal1.H200_RECORDS}), results/cpu.jsonl on the CPU; "
                     "empty or missing: start empty")
 parser.add_argument("--buckets", type=int, default=4, help="score buckets the bank's correct solutions fall into")
 parser.add_argument("--bucket-temperature", type=float, default=1.0, help="softmax temperature, bucket mean log2 speedup")
@@ -143,7 +143,7 @@ DEFAULTS = {
                 seed_bank="results/cpu.jsonl", held_out_tasks=4, rl_task_count=4),
     "cuda": dict(rl_tasks=",".join(f"level1/{t}.py" for t in GPU_TASKS), tasks_per_step=4, num_samples=8,
                  steps=200, lr=1e-5, time_limit=3.5, max_new_tokens=3072, min_answer_tokens=3072, cuda_graphs=1,
-                 seed_bank="results/h200.jsonl,results/h200-level2.jsonl,results/h200-level3.jsonl,results/teacher-h200.jsonl,results/teacher-h200-screen.jsonl", held_out_tasks=32,
+                 seed_bank=cudal1.H200_RECORDS, held_out_tasks=32,
                  rl_task_count=16),
 }
 

@@ -72,7 +72,7 @@ parser.add_argument("--kinds", default=None, help="solution kinds stage 1 trains
                     "unset: device default (a CPU trains on what runs on it)")
 parser.add_argument("--speedups", default=None, help="the judge's records of --kernels and of the teacher's "
                     "solutions (evaluate.py JSONL, comma-separated): the speedups contrastive prompts show; unset: "
-                    "results/h200.jsonl,results/h200-level2.jsonl,results/h200-level3.jsonl,results/teacher-h200.jsonl,results/teacher-h200-screen.jsonl on a GPU, results/cpu.jsonl on the CPU; "
+                    f"{cudal1.H200_RECORDS} on a GPU, results/cpu.jsonl on the CPU; "
                     "missing: no contrastive pairs")
 parser.add_argument("--sample-tasks", default=None, help="stage-2 tasks, comma-separated paths under --tasks "
                     "(level1/19_ReLU.py,...); 'all': every task with a solution that runs here; unset: device default")
@@ -175,7 +175,7 @@ DEFAULTS = {
                 sample_tasks="level1/19_ReLU.py,level1/23_Softmax.py,level1/47_Sum_reduction_over_a_dimension.py"),
     "cuda": dict(n_layer=8, n_head=8, n_embd=512, block_size=8192, vocab_size=2048, steps=3000, batch_size=64,
                  lr=1e-3, warmup=100, rounds=1, num_samples=4, round_steps=50, kinds="cuda,cpp,pytorch", compile=1,
-                 speedups="results/h200.jsonl,results/h200-level2.jsonl,results/h200-level3.jsonl,results/teacher-h200.jsonl,results/teacher-h200-screen.jsonl", max_new_tokens=3072, min_answer_tokens=3072,
+                 speedups=cudal1.H200_RECORDS, max_new_tokens=3072, min_answer_tokens=3072,
                  cuda_graphs=1, generated=60000, generated_sample=8, held_out_tasks=32, reference_pairs=10000,
                  sample_tasks=",".join(f"level1/{t}.py" for t in FIRST_SLICE)),
 }
