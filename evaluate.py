@@ -539,7 +539,7 @@ class Worker:
         Always computed after the solution's call on xs (never before: it would be there to steal),
         by self.truth, which runs once per solution call and nowhere else (model: another one)."""
         with self.torch.no_grad():
-            out, _ = self.call(model or self.truth, self.clone(xs), k, strict=True)
+            out, _ = self.call(self.truth if model is None else model, self.clone(xs), k, strict=True)
         return out
 
     def trivial(self):
