@@ -38,16 +38,15 @@ print(','.join(s for _, s in best.values()))")
     noise-screen)  # A/A in RL's screening mode (evaluate.SCREEN): the noise the screen's 0.3 s budget leaves
           timeout "${BUDGET:-150}" python3 bench/judge_noise.py --screen --repeats 4 --out results/h200-judge-noise-screen \
             kernelbench/level1/19_ReLU.py kernelbench/level1/23_Softmax.py kernelbench/level1/1_Square_matrix_multiplication_.py 2>&1 | tail -7 ;;
-    teacher)  # the teacher's templates on >= 500 generated tasks: correctness first, a short timing (the JSONL resumes)
-          python3 kernelbench/teacher.py --seeds "${TEACHER_SEEDS:-0:720}" --out build/teacher > /dev/null
+    teacher|teacher-screen)  # the teacher's solutions of TEACHER_SEEDS judged (the JSONL resumes): teacher, the full
+          # judge with a short timing (~215 a call: the >= 500-task check); teacher-screen, RL's screening mode (every
+          # rule, 2 trials, 0.3 s of timing, builds beside measuring), for the thousands of measured variants that
+          # stage 1's contrastive pairs showing a solution need
+          if [ $step = teacher ]; then seeds=0:720 out=teacher-h200 flags="--trials 4 --time-budget ${TIME_BUDGET:-0.1}"
+          else seeds=720:2720 out=teacher-h200-screen flags=--screen; fi
+          python3 kernelbench/teacher.py --seeds "${TEACHER_SEEDS:-$seeds}" --out build/teacher > /dev/null
           timeout "${BUDGET:-540}" python3 evaluate.py --tasks build/teacher/tasks/levelG --solutions build/teacher/solutions/levelG \
-            --gpu h200 --trials 4 --time-budget "${TIME_BUDGET:-0.1}" --out results/teacher-h200 2>&1 | tail -3 ;;
-    teacher-screen)  # every teacher solution of TEACHER_SEEDS in RL's screening mode (every rule, 2 trials, 0.3 s
-                     # of timing, builds beside measuring): stage 1's contrastive pairs that show a solution need
-                     # measured variants in the thousands, and the full judge managed ~215 per call (the JSONL resumes)
-          python3 kernelbench/teacher.py --seeds "${TEACHER_SEEDS:-720:2720}" --out build/teacher > /dev/null
-          timeout "${BUDGET:-540}" python3 evaluate.py --tasks build/teacher/tasks/levelG --solutions build/teacher/solutions/levelG \
-            --gpu h200 --screen --out results/teacher-h200-screen 2>&1 | tail -3 ;;
+            --gpu h200 $flags --out "results/$out" 2>&1 | tail -3 ;;
     throughput-*)  # issue 13's table over calls: throughput-cb, then throughput-a (results/h200-judge-throughput.{md,json} merge)
           timeout "${BUDGET:-570}" python3 bench/judge_throughput.py --arms "$(echo ${step#throughput-} | sed 's/./&,/g;s/,$//')" \
             ${THROUGHPUT_FLAGS:-} 2>&1 | tail -12 ;;
