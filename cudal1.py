@@ -1098,12 +1098,14 @@ def plain_prompt(task_source, device_name):
 
 
 def contrastive_prompt(task_source, device_name, exemplars):
-    """exemplars: (solution source, measured speedup) pairs, shown in the order given."""
+    """exemplars: (solution source, measured speedup) pairs, shown in the order given; a speedup of
+    None reads 'not measured' (stage 1's solution_pairs: a number in a prompt is a measurement)."""
     parts = [plain_prompt(task_source, device_name),
              "# Earlier solutions and their measured speedups over the reference\n"
              "Analyse why the faster ones are faster, then write a variant faster than all of them.\n"]
     for i, (source, speedup) in enumerate(exemplars, 1):
-        parts.append(f"## Solution {i}: speedup {speedup:.2f}x\n```python\n{source.strip()}\n```\n")
+        said = "not measured" if speedup is None else f"{speedup:.2f}x"
+        parts.append(f"## Solution {i}: speedup {said}\n```python\n{source.strip()}\n```\n")
     return "\n".join(parts)
 
 

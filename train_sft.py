@@ -85,6 +85,9 @@ parser.add_argument("--generated-sample", type=int, default=-1, help="generated 
 parser.add_argument("--reference-pairs", type=int, default=-1, help="contrastive pairs showing only the reference "
                     "at 1.00x, answered by unmeasured teacher solutions of fast moves (reference_pairs); 0: none; "
                     "-1: device default (GPU 10000, CPU 0)")
+parser.add_argument("--solution-pairs", type=int, default=0, help="contrastive pairs showing the reference and "
+                    "another teacher solution labelled 'not measured', answered by an unmeasured teacher solution "
+                    "of a fast move (solution_pairs); 0: none")
 parser.add_argument("--held-out-tasks", type=int, default=-1, help="held-out generated tasks (cudal1.held_out) "
                     "answered greedily and --num-samples times at the end, judged; 0: no held-out evaluation; "
                     "-1: device default")
@@ -330,20 +333,25 @@ def contrastive_pairs(examples, speedups):
 FAST_MOVE_SHARE = 0.9  # a teacher move whose judged solutions beat eager at least this often counts as fast
 
 
-def reference_pairs(examples, speedups, n):
-    """(pairs, fast moves): up to n (example, [(reference, 1.00x)]) pairs, one per generated task: the
-    contrastive prompt stage 3 opens with on a task it never saw (its bank holds the reference alone),
-    answered by one of the task's teacher solutions with no measured speedup (a record of a failure
-    counts as none: every teacher record so far is ok). No speed of the answer is claimed, and
-    the answers come only from moves whose judged teacher solutions (at least 5, in `speedups`) beat
-    eager FAST_MOVE_SHARE of the time or more, so they teach the format, not slow answers. Without
-    them, ~400 contrastive pairs beside 75k plain ones, the policy parsed 44-57% of its contrastive
-    answers in stage 3 on the H200, against 100% of its plain ones."""
+def fast_moves(speedups):
+    """The teacher moves whose judged solutions (at least 5, in `speedups`) beat eager FAST_MOVE_SHARE
+    of the time or more: the only ones unmeasured answers are drawn from, so they teach the format,
+    not slow answers."""
     by_move = {}
     for name, s in speedups.items():
         if name.startswith("levelG/"):
             by_move.setdefault(name.rsplit(".", 2)[-2], []).append(s >= 1.0)
-    fast = {m for m, v in by_move.items() if len(v) >= 5 and sum(v) / len(v) >= FAST_MOVE_SHARE}
+    return sorted(m for m, v in by_move.items() if len(v) >= 5 and sum(v) / len(v) >= FAST_MOVE_SHARE)
+
+
+def reference_pairs(examples, speedups, n, fast):
+    """Up to n (example, [(reference, 1.00x)]) pairs, one per generated task: the
+    contrastive prompt stage 3 opens with on a task it never saw (its bank holds the reference alone),
+    answered by one of the task's teacher solutions with no measured speedup (a record of a failure
+    counts as none: every teacher record so far is ok). No speed of the answer is claimed, and
+    the answers come only from `fast` moves (fast_moves). Without
+    them, ~400 contrastive pairs beside 75k plain ones, the policy parsed 44-57% of its contrastive
+    answers in stage 3 on the H200, against 100% of its plain ones."""
     one = {}
     for e in examples:
         name = cudal1.solution_name(e["path"])
@@ -351,7 +359,30 @@ def reference_pairs(examples, speedups, n):
             one.setdefault(e["task"], e)
     tasks = sorted(one)
     tasks = random.Random(args.seed).sample(tasks, min(n, len(tasks)))
-    return [(one[t], [(read(t), cudal1.REFERENCE["speedup"])]) for t in sorted(tasks)], sorted(fast)
+    return [(one[t], [(read(t), cudal1.REFERENCE["speedup"])]) for t in sorted(tasks)]
+
+
+def solution_pairs(examples, speedups, n, fast):
+    """Up to n (example, [(reference, 1.00x), (another solution, None)]) pairs, one per generated task
+    with two or more teacher solutions: the prompt of a stage-3 step whose bank holds an earlier answer
+    beside the reference. The shown solution was never measured and the prompt says so (a number in a
+    prompt is a measurement); the answer is an unmeasured solution of a fast move, as in
+    reference_pairs, other than the one shown. They teach reading a solution in the prompt: with ~600
+    measured pairs that showed one, over ~300 tasks, the policy parsed 25-33% of its answers to such
+    prompts on tasks it never saw, against 100% with the reference alone."""
+    by_task = {}
+    for e in examples:
+        if cudal1.solution_name(e["path"]).startswith("levelG/"):
+            by_task.setdefault(e["task"], []).append(e)
+    rng, pairs = random.Random(args.seed + 1), []
+    for task, group in sorted(by_task.items()):
+        answers = [e for e in group if (name := cudal1.solution_name(e["path"])) not in speedups
+                   and name.rsplit(".", 2)[-2] in fast]
+        if len(group) >= 2 and answers:
+            e = rng.choice(answers)
+            shown = rng.choice([o for o in group if o is not e])
+            pairs.append((e, [(read(task), cudal1.REFERENCE["speedup"]), (shown["code"], None)]))
+    return rng.sample(pairs, min(n, len(pairs)))
 
 
 def code_key(task, source):
@@ -389,11 +420,15 @@ else:
     say(f"{len(cpairs)} contrastive pairs over {len({e['task'] for e, _ in cpairs})} tasks; "
         f"{len(examples) - sum(map(len, measured.values()))} of {len(examples)} solutions have no 'ok' record "
         f"in {args.speedups}, so no prompt shows them and no contrastive pair answers with them")
-rpairs, fast_moves = reference_pairs(gen_examples, speedups or {}, args.reference_pairs) if args.reference_pairs \
-    else ([], [])
+fast = fast_moves(speedups or {})
+rpairs = reference_pairs(gen_examples, speedups or {}, args.reference_pairs, fast) if args.reference_pairs else []
 if rpairs:
     say(f"{len(rpairs)} reference-only contrastive pairs, answered by unmeasured teacher solutions of the moves "
-        f"measured faster than eager >= {FAST_MOVE_SHARE:.0%} of the time: {', '.join(fast_moves)}")
+        f"measured faster than eager >= {FAST_MOVE_SHARE:.0%} of the time: {', '.join(fast)}")
+spairs = solution_pairs(gen_examples, speedups or {}, args.solution_pairs, fast) if args.solution_pairs else []
+if spairs:
+    say(f"{len(spairs)} contrastive pairs showing the reference and another teacher solution, not measured, "
+        "answered by an unmeasured solution of a fast move")
 
 TOKENIZER_GENERATED = 10000
 # ---- model: resume from --out, else start from --init, else a fresh tokenizer and model
@@ -467,13 +502,13 @@ def encode_shown(pairs):
 
 data = encode([(e["prompt"], e["answer"]) for e in examples])
 n_plain = len(data)
-shown_pairs = cpairs + rpairs
+shown_pairs = cpairs + rpairs + spairs
 shown_rows = pool_map(encode_shown, shown_pairs, 1000) if len(shown_pairs) > 4000 else encode_shown(shown_pairs)
 data += [r for r in shown_rows if r]
 some = examples[::max(1, len(examples) // 5000)]  # per-solution means over <= ~10000 of them
 n_bytes = sum(len(e["answer"].encode()) for e in some) / len(some)
 n_tok = sum(len(tok.encode(e["answer"])) for e in some) / len(some)
-say(f"{len(examples)} solutions ({n_plain} fit) + {len(cpairs) + len(rpairs)} contrastive pairs ({len(data) - n_plain} fit); "
+say(f"{len(examples)} solutions ({n_plain} fit) + {len(shown_pairs)} contrastive pairs ({len(data) - n_plain} fit); "
     f"answer tokens per solution {n_tok:.0f} ({n_bytes:.0f} bytes, {n_bytes / n_tok:.2f} bytes/token, vocab {tok.vocab_size}); "
     f"model {raw_model.num_params() / 1e6:.2f}M params on {device} ({dtype}), {world} rank(s)")
 data = by_length(data)
@@ -875,6 +910,7 @@ def write_report(path, copy=""):
                    params=raw_model.num_params(), tokens_per_solution=n_tok, solutions=len(examples),
                    solution_files=[e["path"] for e in examples], sample_tasks=sample_tasks,  # what it trained on
                    generated_tasks=gen_tasks, contrastive_pairs=len(cpairs), reference_pairs=len(rpairs),
+                   solution_pairs=len(spairs),
                    stage2=rounds, held_out=held,
                    stage1=dict(steps=len(speeds), seconds=stage1_s, tokens_per_s=tok_s, mfu_percent=mfu))
     sp = lambda v: "-" if v is None else f"{v:.2f}x"

@@ -40,8 +40,8 @@ print(','.join(s for _, s in best.values()))")
             kernelbench/level1/19_ReLU.py kernelbench/level1/23_Softmax.py kernelbench/level1/1_Square_matrix_multiplication_.py 2>&1 | tail -7 ;;
     teacher|teacher-screen)  # the teacher's solutions of TEACHER_SEEDS judged (the JSONL resumes): teacher, the full
           # judge with a short timing (~215 a call: the >= 500-task check); teacher-screen, RL's screening mode (every
-          # rule, 2 trials, 0.3 s of timing, builds beside measuring), for the thousands of measured variants that
-          # stage 1's contrastive pairs showing a solution need
+          # rule, 2 trials, 0.3 s of timing, builds beside measuring: 1.3 solutions a second, GPU-bound), for
+          # the measured variants stage 1's contrastive pairs show
           if [ $step = teacher ]; then seeds=0:720 out=teacher-h200 flags="--trials 4 --time-budget ${TIME_BUDGET:-0.1}"
           else seeds=720:2720 out=teacher-h200-screen flags=--screen; fi
           python3 kernelbench/teacher.py --seeds "${TEACHER_SEEDS:-$seeds}" --out build/teacher > /dev/null
@@ -92,6 +92,10 @@ print(','.join(s for _, s in best.values()))")
             python3 train_rl.py --init out/sft --out $d --seed $s $([ $arm = plain ] && echo --plain) \
               --time-limit "${ABLATION_MINUTES:-1}" ${RL_FLAGS:-} 2>&1 | tail -5
           done ;;
+    probe)  # does the policy read a prompt that shows a solution? bench/exemplar_probe.py on out/sft, with the first
+            # contrastive arm's tasks and bank (~25 s a task) -> results/exemplar-probe-h200.md
+          timeout "${BUDGET:-200}" python3 bench/exemplar_probe.py --init out/sft --run out/rl-contrastive-s1 --tasks 3 \
+            --samples 4 --shapes ref,ref+best,best --out results/exemplar-probe-h200.md 2>&1 | tail -6 ;;
     ablation-report)  # every seed's runs under out/ in one report and picture -> results/learning-h200.{md,svg}
           python3 bench/rl_report.py ${REPORT_RUNS:-$(ls -d out/rl-contrastive-s? out/rl-plain-s?)} --out "results/${REPORT_NAME:-learning-h200}.md" 2>&1 | tail -30 ;;
     carry-sft)  # out/sft's weights in bf16 parts under $OUT/sft, to bring back here (the tool returns <= 16 MiB a file)

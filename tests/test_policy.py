@@ -307,6 +307,8 @@ def test_prompts():
     c = cudal1.contrastive_prompt(TASK, "CPU", [("class ModelNew: pass  # one", 0.8), ("class ModelNew: pass  # two", 2.5)])
     assert c.startswith(cudal1.plain_prompt(TASK, "CPU"))
     assert c.index("0.80x") < c.index("# one") < c.index("2.50x") < c.index("# two")
+    c = cudal1.contrastive_prompt(TASK, "CPU", [("class ModelNew: pass  # one", 1.0), ("class ModelNew: pass  # two", None)])
+    assert "## Solution 2: speedup not measured\n" in c and "None" not in c
 
 
 def test_format_and_parse_answer():
