@@ -10,7 +10,8 @@ share, and no loops of its own: importing it parses no arguments and touches no 
 Sections, top to bottom:
     native build   load_kernel(source, lang): nvcc / c++ through pybind11, cached by hash;
                    load_cuda(source): device code only (a cubin), launched by launcher.cu;
-                   CudaGraph(fn): a whole forward replayed from one CUDA graph
+                   CudaGraph(fn): a whole forward replayed from one CUDA graph;
+                   conv_3xtf32(conv, x, w): a convolution at fp32's accuracy on TF32 tensor cores
     device         autodetect(): the run's device and compute dtype, decided once; autocast(),
                    sampling_model()
     tokenizer      Tokenizer: byte-level BPE trained on our corpus, three special ids (a
@@ -253,6 +254,33 @@ class CudaGraph:
                 buf.copy_(x)
         graph.replay()
         return out.clone()
+
+
+def tf32_split(t):
+    """(hi, lo): hi is t with the low 13 mantissa bits cleared, exactly a TF32 number, and lo = t - hi,
+    exact in fp32 and at most 2^-10 of |t|."""
+    hi = (t.contiguous().view(torch.int32) & -8192).view(torch.float32)
+    return hi, t - hi
+
+
+def conv_3xtf32(conv, x, weight, bias=None, **kw):
+    """conv(x, weight, bias, **kw), a torch.nn.functional convolution with groups=1, at about fp32's
+    accuracy on TF32 tensor cores: with x = xh + xl and weight = wh + wl split by tf32_split, the sum
+    xh*wh + xh*wl + xl*wh misses only xl*wl (~2^-20 relative), where one TF32 product is off by ~2^-11.
+    The three products run as one convolution over 3x the input channels. Eager's cuDNN convolutions
+    use TF32 and miss a strict fp32 check (by 3-90x on level 2's transposed ones); a true fp32 one
+    runs on the CUDA cores, ~8x slower at peak than TF32."""
+    if kw.get("groups", 1) != 1:
+        raise ValueError("conv_3xtf32: groups=1 only (the three products are stacked as input channels)")
+    xh, xl = tf32_split(x)
+    wh, wl = tf32_split(weight)
+    cin = 0 if conv in (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d) else 1  # weight's input-channel dim
+    tf32 = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = True
+    try:
+        return conv(torch.cat([xh, xh, xl], 1), torch.cat([wh, wl, wh], cin), bias, **kw)
+    finally:
+        torch.backends.cudnn.allow_tf32 = tf32
 
 
 # -----------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import time
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import cudal1
 import evaluate
@@ -696,6 +697,41 @@ def test_cuda_graph_off_the_gpu_is_the_function_itself():
     x = torch.randn(3, requires_grad=True)
     y = g(x, 2)
     assert torch.equal(y, x * 2) and calls == [2] and not y.requires_grad  # no autograd, as a custom kernel
+
+
+def conv_case(device):
+    torch.manual_seed(0)
+    x, w, b = (torch.randn(*s, device=device) for s in ((4, 32, 8, 8, 8), (32, 16, 3, 3, 3), (16,)))
+    kw = dict(stride=2, padding=1, output_padding=1)
+    return x, w, b, kw, F.conv_transpose3d(x.double(), w.double(), b.double(), **kw)
+
+
+def test_conv_3xtf32_is_the_convolution_and_its_split_is_exact():
+    x, w, b, kw, want = conv_case("cpu")
+    hi, lo = cudal1.tf32_split(x)
+    assert torch.equal(hi + lo, x) and not (hi.view(torch.int32) & 8191).any() and (lo.abs() <= x.abs() / 1024).all()
+    flag = torch.backends.cudnn.allow_tf32
+    got = cudal1.conv_3xtf32(F.conv_transpose3d, x, w, b, **kw)
+    assert got.dtype == torch.float32 and got.shape == want.shape
+    assert evaluate._compare(got, want, evaluate.STRICT)[2] < 0.1 and torch.backends.cudnn.allow_tf32 == flag
+    x2, w2 = torch.randn(2, 3, 9, 9), torch.randn(6, 3, 3, 3)  # a forward conv: the weight's input channels are dim 1
+    got = cudal1.conv_3xtf32(F.conv2d, x2, w2, None, padding=1)
+    assert evaluate._compare(got, F.conv2d(x2.double(), w2.double(), padding=1), evaluate.STRICT)[0]
+
+
+@pytest.mark.gpu
+def test_gpu_conv_3xtf32_meets_the_strict_check_that_one_tf32_conv_misses():
+    x, w, b, kw, want = conv_case("cuda")
+    flag = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = True
+    try:
+        one = F.conv_transpose3d(x, w, b, **kw)
+    finally:
+        torch.backends.cudnn.allow_tf32 = flag
+    three = cudal1.conv_3xtf32(F.conv_transpose3d, x, w, b, **kw)
+    print("err/tol: one TF32 conv", evaluate._compare(one, want, evaluate.STRICT)[2],
+          "3xTF32", evaluate._compare(three, want, evaluate.STRICT)[2])
+    assert evaluate._compare(three, want, evaluate.STRICT)[2] < 0.2 < evaluate._compare(one, want, evaluate.STRICT)[2]
 
 
 @pytest.mark.gpu
