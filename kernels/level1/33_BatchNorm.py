@@ -3,7 +3,7 @@
 x is (16, 64, 256, 256) fp32, 268 MB; each channel's statistics span 16 planes of 64K values
 (4 MB). Batch statistics must be known before any output, so the textbook schedule is three
 passes over DRAM -- read for the statistics, read again and write for the output -- ~804 MB, or
-~190 us at the H200's ~4.3 TB/s, which is where eager sits. The H200's 60 MB L2 can hold a few
+~190 us at the H200's ~4.3 TB/s, which is where eager sits. The H200's 50 MB L2 can hold a few
 channels, so this kernel interleaves the two phases channel by channel and lets the second read
 of a channel come from L2: one persistent launch (every SM full, blocks pull 64 KB work items
 from an atomic ticket counter) where the queue runs "statistics of channel c + LAG, then

@@ -3,7 +3,7 @@
 x is (16, 64, 256, 256) fp32, 268 MB, in 16 x 8 = 128 groups of 8 channels x 64K values (2 MB,
 contiguous). A group's mean and variance are needed before any of its outputs, so the textbook
 schedule -- eager's too: a moments kernel, then the affine kernel -- reads x from DRAM twice and
-writes once, ~804 MB or ~190 us at the H200's ~4.3 TB/s. The H200's 60 MB L2 holds a dozen
+writes once, ~804 MB or ~190 us at the H200's ~4.3 TB/s. The H200's 50 MB L2 holds a dozen
 groups, so this kernel interleaves the two phases group by group and lets the second read come
 from L2: one persistent launch (every SM full, blocks pull 64 KB work items from an atomic
 ticket counter) whose queue runs "statistics of group s + LAG, then normalisation of group s". A

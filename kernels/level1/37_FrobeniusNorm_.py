@@ -3,7 +3,7 @@
 x / ||x||_F for a (16, 64, 256, 256) fp32 input (268 MB) needs the norm of all 67M elements
 before the first output, so at least two reads and one write: 804 MB, ~190 us at ~4.3 TB/s.
 Eager is already close to that floor (a norm reduction, then a broadcast divide), so the room
-left is small and comes from the cache: the H200's 60 MB L2 still holds the tail of x when the
+left is small and comes from the cache: the H200's 50 MB L2 still holds the tail of x when the
 first pass ends. Pass 1 is a persistent grid (2 blocks per SM) that streams x with 128-bit
 loads, squares and adds each float4 in fp32 and accumulates per thread in fp64 (no precision
 loss over 67M terms), then reduces the block in fp64 and writes one partial per block -- no

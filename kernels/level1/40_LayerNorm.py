@@ -12,7 +12,7 @@ launches from one C++ call:
   3. apply: each thread owns one float4 column j of the (features, dim1, dim2) shape, loads
      weight[j] and bias[j] once and walks the 16 rows, writing (x - mean) * rstd * w + b -- so
      weight and bias are read from memory once instead of once per row. Blocks run in reverse
-     order, so the first ones reuse the tail of x that pass 1 left in the 60 MB L2.
+     order, so the first ones reuse the tail of x that pass 1 left in the 50 MB L2.
 Traffic is about the floor for a two-pass norm: x read twice, y written once, w and b once
 (~800 MB, ~190 us at ~4.3 TB/s) with every SM busy; eager is bound by 16 SMs. Expect ~3-8x.
 Statistics are in double, so the result is at least as accurate as eager's fp32 Welford.
