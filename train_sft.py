@@ -365,9 +365,9 @@ def reference_pairs(examples, speedups, n, fast):
 def solution_pairs(examples, speedups, n, fast):
     """Up to n (example, [(reference, 1.00x), (another solution, None)]) pairs, one per generated task
     with two or more teacher solutions: the prompt of a stage-3 step whose bank holds an earlier answer
-    beside the reference. The shown solution was never measured and the prompt says so (a number in a
-    prompt is a measurement); the answer is an unmeasured solution of a fast move, as in
-    reference_pairs, other than the one shown. They teach reading a solution in the prompt: with ~600
+    beside the reference. Both solutions are unmeasured (measured ones make contrastive_pairs), and
+    the prompt says so of the shown one (a number in a prompt is a measurement); the answer is of a
+    fast move, as in reference_pairs. They teach reading a solution in the prompt: with ~600
     measured pairs that showed one, over ~300 tasks, the policy parsed 25-33% of its answers to such
     prompts on tasks it never saw, against 100% with the reference alone."""
     by_task = {}
@@ -376,8 +376,8 @@ def solution_pairs(examples, speedups, n, fast):
             by_task.setdefault(e["task"], []).append(e)
     rng, pairs = random.Random(args.seed + 1), []
     for task, group in sorted(by_task.items()):
-        answers = [e for e in group if (name := cudal1.solution_name(e["path"])) not in speedups
-                   and name.rsplit(".", 2)[-2] in fast]
+        group = [e for e in group if cudal1.solution_name(e["path"]) not in speedups]  # measured: contrastive_pairs
+        answers = [e for e in group if cudal1.solution_name(e["path"]).rsplit(".", 2)[-2] in fast]
         if len(group) >= 2 and answers:
             e = rng.choice(answers)
             shown = rng.choice([o for o in group if o is not e])
