@@ -263,22 +263,34 @@ def tf32_split(t):
     return hi, t - hi
 
 
+def tf32_stack(x):
+    """(N, 3C, ...) holding [hi, hi, lo] of x (N, C, ...) (tf32_split), each part written in place:
+    7 passes of x's size where splitting and then concatenating takes 11."""
+    C = x.shape[1]
+    out = x.new_empty((x.shape[0], 3 * C) + tuple(x.shape[2:]))
+    hi = out[:, :C]
+    torch.bitwise_and(x.contiguous().view(torch.int32), -8192, out=hi.view(torch.int32))
+    out[:, C:2 * C].copy_(hi)
+    torch.sub(x, hi, out=out[:, 2 * C:])
+    return out
+
+
 def conv_3xtf32(conv, x, weight, bias=None, **kw):
     """conv(x, weight, bias, **kw), a torch.nn.functional convolution with groups=1, at about fp32's
     accuracy on TF32 tensor cores: with x = xh + xl and weight = wh + wl split by tf32_split, the sum
     xh*wh + xh*wl + xl*wh misses only xl*wl (~2^-20 relative), where one TF32 product is off by ~2^-11.
-    The three products run as one convolution over 3x the input channels. Eager's cuDNN convolutions
-    use TF32 and miss a strict fp32 check (by 3-90x on level 2's transposed ones); a true fp32 one
-    runs on the CUDA cores, ~8x slower at peak than TF32."""
+    The three products run as one convolution over 3x the input channels (tf32_stack). Eager's cuDNN
+    convolutions use TF32 and miss a strict fp32 check (by 2-90x on level 2's transposed ones); a
+    true fp32 one runs on the CUDA cores, ~8x slower at peak than TF32. Level 3's 26 and 27 (their
+    own copy of this) read 0.75x and 0.57x of eager: against TF32 it costs three times the work."""
     if kw.get("groups", 1) != 1:
         raise ValueError("conv_3xtf32: groups=1 only (the three products are stacked as input channels)")
-    xh, xl = tf32_split(x)
     wh, wl = tf32_split(weight)
     cin = 0 if conv in (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d) else 1  # weight's input-channel dim
     tf32 = torch.backends.cudnn.allow_tf32
     torch.backends.cudnn.allow_tf32 = True
     try:
-        return conv(torch.cat([xh, xh, xl], 1), torch.cat([wh, wl, wh], cin), bias, **kw)
+        return conv(tf32_stack(x), torch.cat([wh, wl, wh], cin), bias, **kw)
     finally:
         torch.backends.cudnn.allow_tf32 = tf32
 

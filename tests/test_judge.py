@@ -710,6 +710,7 @@ def test_conv_3xtf32_is_the_convolution_and_its_split_is_exact():
     x, w, b, kw, want = conv_case("cpu")
     hi, lo = cudal1.tf32_split(x)
     assert torch.equal(hi + lo, x) and not (hi.view(torch.int32) & 8191).any() and (lo.abs() <= x.abs() / 1024).all()
+    assert torch.equal(cudal1.tf32_stack(x), torch.cat([hi, hi, lo], 1))
     flag = torch.backends.cudnn.allow_tf32
     got = cudal1.conv_3xtf32(F.conv_transpose3d, x, w, b, **kw)
     assert got.dtype == torch.float32 and got.shape == want.shape
