@@ -11,7 +11,8 @@ faster than it, with their speedups -- other solutions or the reference itself a
 the answer (cudal1.contrastive_prompt) -- and the answer is that solution (contrastive_pairs). On a
 GPU, --reference-pairs more show a generated task's reference alone at 1.00x, the prompt stage 3
 opens with on a fresh task, answered by an unmeasured teacher solution of a move measured fast
-(reference_pairs).
+(reference_pairs); --solution-pairs N show the reference and another unmeasured teacher solution,
+labelled "speedup not measured", the prompt of a later stage-3 step (solution_pairs).
 Stage 2 (--rounds N) repeats: sample --num-samples answers per task to its plain prompt, and as many
 to a contrastive prompt showing the task's measured solutions, judge each parsed answer with
 evaluate.judge_many (the judge evaluate.py and the RL reward use), keep the correct ones whose code
@@ -348,10 +349,10 @@ def reference_pairs(examples, speedups, n, fast):
     """Up to n (example, [(reference, 1.00x)]) pairs, one per generated task: the
     contrastive prompt stage 3 opens with on a task it never saw (its bank holds the reference alone),
     answered by one of the task's teacher solutions with no measured speedup (a record of a failure
-    counts as none: every teacher record so far is ok). No speed of the answer is claimed, and
-    the answers come only from `fast` moves (fast_moves). Without
-    them, ~400 contrastive pairs beside 75k plain ones, the policy parsed 44-57% of its contrastive
-    answers in stage 3 on the H200, against 100% of its plain ones."""
+    counts as none: every teacher record so far is ok). No speed of the answer is claimed, and the
+    answers come only from `fast` moves (fast_moves). Without them, ~400 contrastive pairs beside
+    75k plain ones, the policy parsed 44-57% of its contrastive answers in stage 3 on the H200,
+    against 100% of its plain ones."""
     one = {}
     for e in examples:
         name = cudal1.solution_name(e["path"])
