@@ -281,8 +281,8 @@ def conv_3xtf32(conv, x, weight, bias=None, **kw):
     xh*wh + xh*wl + xl*wh misses only xl*wl (~2^-20 relative), where one TF32 product is off by ~2^-11.
     The three products run as one convolution over 3x the input channels (tf32_stack). Eager's cuDNN
     convolutions use TF32 and miss a strict fp32 check (by 2-90x on level 2's transposed ones); a
-    true fp32 one runs on the CUDA cores, ~8x slower at peak than TF32. Level 3's 26 and 27 (their
-    own copy of this) read 0.75x and 0.57x of eager: against TF32 it costs three times the work."""
+    true fp32 one runs on the CUDA cores, ~8x slower at peak than TF32. Level 3's 26 and 27 use it
+    and read 0.75x and 0.57x of eager: against TF32 it costs three times the work."""
     if kw.get("groups", 1) != 1:
         raise ValueError("conv_3xtf32: groups=1 only (the three products are stacked as input channels)")
     wh, wl = tf32_split(weight)

@@ -33,35 +33,10 @@ import torch.nn.functional as F
 import cudal1
 
 
-def split_tf32(t):
-    """t = hi + lo, with hi exactly representable in TF32 (the low 13 mantissa bits cleared)."""
-    hi = (t.view(torch.int32) & -8192).view(torch.float32)
-    return hi, t - hi
-
-
-def split3(x):
-    """(N, C, H, W) -> (N, 3C, H, W) holding [hi, hi, lo] of x, written in place (no cat pass)."""
-    C = x.shape[1]
-    out = x.new_empty((x.shape[0], 3 * C) + tuple(x.shape[2:]))
-    hi = out[:, :C]
-    torch.bitwise_and(x.view(torch.int32), -8192, out=hi.view(torch.int32))
-    out[:, C:2 * C].copy_(hi)
-    torch.sub(x, hi, out=out[:, 2 * C:])
-    return out
-
-
 def conv_3xtf32(c, x):
-    """c(x) for a groups=1 Conv2d, on cuDNN's TF32 tensor cores at fp32 accuracy (3xTF32)."""
-    assert c.groups == 1
-    wh, wl = split_tf32(c.weight)
-    w3 = torch.cat((wh, wl, wh), 1)  # (C_out, 3 C_in, kh, kw) against [hi_x, hi_x, lo_x]
-    cudnn = torch.backends.cudnn
-    tf32 = cudnn.allow_tf32
-    cudnn.allow_tf32 = True  # hi is exact in TF32; rounding lo to TF32 costs ~2^-22 relative
-    try:
-        return F.conv2d(split3(x), w3, c.bias, c.stride, c.padding, c.dilation, c.groups)
-    finally:
-        cudnn.allow_tf32 = tf32
+    """c(x) for a groups=1 Conv2d at fp32 accuracy on TF32 tensor cores (cudal1.conv_3xtf32)."""
+    return cudal1.conv_3xtf32(F.conv2d, x, c.weight, c.bias, stride=c.stride, padding=c.padding,
+                              dilation=c.dilation, groups=c.groups)
 
 
 class ModelNew(nn.Module):
