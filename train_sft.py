@@ -334,6 +334,11 @@ def contrastive_pairs(examples, speedups):
 FAST_MOVE_SHARE = 0.9  # a teacher move whose judged solutions beat eager at least this often counts as fast
 
 
+def move_of(name):
+    """The teacher move a generated solution applies: levelG/NAME.<move>.py (teacher.solution_path)."""
+    return name.rsplit(".", 2)[-2]
+
+
 def fast_moves(speedups):
     """The teacher moves whose judged solutions (at least 5, in `speedups`) beat eager FAST_MOVE_SHARE
     of the time or more: the only ones unmeasured answers are drawn from, so they teach the format,
@@ -341,7 +346,7 @@ def fast_moves(speedups):
     by_move = {}
     for name, s in speedups.items():
         if name.startswith("levelG/"):
-            by_move.setdefault(name.rsplit(".", 2)[-2], []).append(s >= 1.0)
+            by_move.setdefault(move_of(name), []).append(s >= 1.0)
     return sorted(m for m, v in by_move.items() if len(v) >= 5 and sum(v) / len(v) >= FAST_MOVE_SHARE)
 
 
@@ -356,7 +361,7 @@ def reference_pairs(examples, speedups, n, fast):
     one = {}
     for e in examples:
         name = cudal1.solution_name(e["path"])
-        if name.startswith("levelG/") and name not in speedups and name.rsplit(".", 2)[-2] in fast:
+        if name.startswith("levelG/") and name not in speedups and move_of(name) in fast:
             one.setdefault(e["task"], e)
     tasks = sorted(one)
     tasks = random.Random(args.seed).sample(tasks, min(n, len(tasks)))
@@ -371,17 +376,17 @@ def solution_pairs(examples, speedups, n, fast):
     fast move, as in reference_pairs. They teach reading a solution in the prompt: with ~600
     measured pairs that showed one, over ~300 tasks, the policy parsed 25-33% of its answers to such
     prompts on tasks it never saw, against 100% with the reference alone."""
-    by_task = {}
+    by_task = {}  # task -> [(unmeasured solution, its move)]; measured ones make contrastive_pairs
     for e in examples:
-        if cudal1.solution_name(e["path"]).startswith("levelG/"):
-            by_task.setdefault(e["task"], []).append(e)
+        name = cudal1.solution_name(e["path"])
+        if name.startswith("levelG/") and name not in speedups:
+            by_task.setdefault(e["task"], []).append((e, move_of(name)))
     rng, pairs = random.Random(args.seed + 1), []
     for task, group in sorted(by_task.items()):
-        group = [e for e in group if cudal1.solution_name(e["path"]) not in speedups]  # measured: contrastive_pairs
-        answers = [e for e in group if cudal1.solution_name(e["path"]).rsplit(".", 2)[-2] in fast]
+        answers = [e for e, move in group if move in fast]
         if len(group) >= 2 and answers:
             e = rng.choice(answers)
-            shown = rng.choice([o for o in group if o is not e])
+            shown = rng.choice([o for o, _ in group if o is not e])
             pairs.append((e, [(read(task), cudal1.REFERENCE["speedup"]), (shown["code"], None)]))
     return rng.sample(pairs, min(n, len(pairs)))
 
