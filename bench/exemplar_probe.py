@@ -62,7 +62,7 @@ for task, ref_src, best in cases:
 t0 = time.time()
 # One batch for all prompts, decoded from a CUDA graph on a GPU: prompt by prompt it took ~25 s a task on the H200
 answers = cudal1.generate(model, [ids for _, ids, _ in jobs], args.samples, args.max_new_tokens, 0.8, 0, 0.95,
-                          torch.Generator().manual_seed(0), tok.end_id, graph=model_device.type == "cuda")
+                          torch.Generator(model_device).manual_seed(0), tok.end_id, graph=model_device.type == "cuda")
 print(f"{len(jobs)} prompts x {args.samples} samples in {time.time() - t0:.0f} s", file=sys.stderr)
 for (name, ids, shown_codes), rows in zip(jobs, answers):
     st = stats[name]
