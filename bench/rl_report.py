@@ -112,8 +112,8 @@ md = [f"# Contrastive vs plain RL ({env.get('gpu', '?')})", "",
       f"torch {env.get('torch', '?')}, tolerance {tolerance}",
       f"- compared over the first {steps} steps (the fewer any run reached)", "",
       "| run | answers | parse | compile | correct | copies of a seed | reward, first half | reward, second half | "
-      "composing 2+ moves, first half -> second half | exemplars shown |",
-      "|---|---|---|---|---|---|---|---|---|---|"]
+      "composing 2+ moves, first half -> second half | constant outputs, second half (correct) | exemplars shown |",
+      "|---|---|---|---|---|---|---|---|---|---|---|"]
 def composed(log, n):
     """Of the correct answers of these steps, the share whose code shows two or more of the teacher's
     moves (cudal1.moves_shown); 0 for logs written before it was counted."""
@@ -130,16 +130,22 @@ for r in runs:
     good = [e for es in r["bank"].entries.values() for e in es  # one entry per parsed answer
             if 0 <= e["step"] < steps and e["record"].get("correct")]
     copies = sum(cudal1.same_code(e["source"]) in given[e["task"]] for e in good) / max(1, len(good))
+    late = [e for es in r["bank"].entries.values() for e in es if half <= e["step"] < steps]  # parsed answers
+    const = [e for e in late if "constant_output" in cudal1.moves_shown(e["source"])]
     md.append(f"| {r['name']} | {sum(n)} | {rate('parsed'):.0%} | {rate('compiled'):.0%} | {rate('correct'):.0%} | "
               f"{copies:.0%} | "
               f"{statistics.mean(l['reward_mean'] for l in log[:half]):+.2f} | "
               f"{statistics.mean(l['reward_mean'] for l in log[half:] or log):+.2f} | "
               f"{composed(log[:half], n[:half]):.0%} -> {composed(log[half:] or log, n[half:] or n):.0%} | "
+              f"{len(const) / max(1, len(late)):.0%} ({sum(bool(e['record'].get('correct')) for e in const)}) | "
               f"{statistics.mean(l['exemplars'] for l in log):.1f} |")
 md += ["", "Reward: clip(log2 speedup, -1, 3) for a correct answer, -2 for any failure (cudal1.reward).", "",
        "```text", chart({arm: [statistics.mean(r["log"][i]["reward_mean"] for r in runs if r["arm"] == arm)
                                for i in range(steps)] for arm in dict.fromkeys(r["arm"] for r in runs)}, args.height),
-       "```", ""]
+       "```", "",
+       "Constant outputs: parsed answers of the second half whose code writes its output with torch.full "
+       "(the constant_output move's mark), and how many of them the judge passed: the move applies to few "
+       "tasks, so a high share with none correct is a policy claiming it where it does not hold.", ""]
 held = [r for r in runs if r["held"]]
 if held:  # the split no training input touches, measured before the first update and during the run
     groups = list(held[0]["held"][0]["stats"])
