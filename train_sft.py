@@ -87,8 +87,8 @@ parser.add_argument("--reference-pairs", type=int, default=-1, help="contrastive
                     "at 1.00x, answered by unmeasured teacher solutions of fast moves (reference_pairs); 0: none; "
                     "-1: device default (GPU 10000, CPU 0)")
 parser.add_argument("--solution-pairs", type=int, default=-1, help="contrastive pairs showing the reference and "
-                    "any teacher solution of the task labelled 'not measured', answered by another, of a fast move "
-                    "where there is one (solution_pairs); 0: none; -1: device default (GPU 10000, CPU 0)")
+                    "any teacher solution of the task labelled 'not measured', answered by another (a fast move "
+                    "where one is left, else any) (solution_pairs); 0: none; -1: device default (GPU 10000, CPU 0)")
 parser.add_argument("--held-out-tasks", type=int, default=-1, help="held-out generated tasks (cudal1.held_out) "
                     "answered greedily and --num-samples times at the end, judged; 0: no held-out evaluation; "
                     "-1: device default")
@@ -374,10 +374,12 @@ def solution_pairs(examples, speedups, n, fast):
     beside the reference. Both solutions are unmeasured (measured ones make contrastive_pairs), and
     the prompt says so of the shown one (a number in a prompt is a measurement). The shown solution
     is any of the task's, as a bank shows whatever was found first; the answer is another, of a
-    `fast` move where the task has one. They teach reading a solution in the prompt: with ~600
+    `fast` move where one is left, else any (~43% of answers at the GPU default: when the fused
+    epilogue is shown, a PyTorch-level move that may be slower, which the prompt, showing no number,
+    does not claim otherwise). They teach reading a solution in the prompt: with ~600
     measured pairs that showed one, the policy parsed 25-33% of its answers to such prompts on tasks
     it never saw; with 10000 of these, 84-91% (H200, bench/exemplar_probe.py). Drawing the answer
-    first, as these pairs once did, showed the fused epilogue (a fast move every task has) in 4% of
+    first, as these pairs once did, showed the fused epilogue (a fast move nearly every task has) in 4% of
     them, always answered by a constant output or a folded reduction: in stage 3, where the bank
     shows a fused epilogue most of the time, 24-28% of the contrastive arm's parsed answers wrote a
     constant output on tasks that have none (results/learning-h200-solpairs.md)."""
@@ -440,7 +442,7 @@ if rpairs:
 spairs = solution_pairs(gen_examples, speedups or {}, args.solution_pairs, fast) if args.solution_pairs else []
 if spairs:
     say(f"{len(spairs)} contrastive pairs showing the reference and a teacher solution, not measured, "
-        "answered by another, of a fast move where the task has one")
+        "answered by another, of a fast move where one is left, else any")
 
 TOKENIZER_GENERATED = 10000
 # ---- model: resume from --out, else start from --init, else a fresh tokenizer and model
