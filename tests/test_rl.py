@@ -372,3 +372,34 @@ def test_held_out_line_of_the_start_is_measured_once_and_reused(tmp_path):
     assert [l["step"] for l in lines] == [0, 1] and lines[0] == start[0]  # step 1: the policy after its update
     p = run(1, "--held-out-tasks", "1", "--out", str(arm))  # finished: resumes at step 1, measures nothing again
     assert [json.loads(line)["step"] for line in open(arm / "held_out.jsonl")] == [0, 1], p.stdout
+
+
+def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
+    """bench/rl_report.py on two synthetic runs: the per-run table counts parsed answers of the
+    second half that write a constant output (torch.full), and how many of them were correct."""
+    const = "class ModelNew:\n    def forward(self, x):\n        return torch.full((1,), 1.0)\n"
+    fused = "CUDA_SRC = '__global__ void k() {}'\nmod = cudal1.load_cuda(CUDA_SRC)\n"
+    ok = dict(status="ok", correct=True, speedup=1.5, env=dict(gpu="TestGPU", commit="abc"), tolerance="strict")
+    bad = dict(status="incorrect", correct=False)
+    runs = []
+    for plain, answers in ((False, [(0, fused, ok), (1, const, bad), (2, const, bad), (3, fused, ok)]),
+                           (True, [(0, fused, ok), (1, fused, ok), (2, const, ok), (3, fused, bad)])):
+        d = tmp_path / ("plain" if plain else "contrastive")
+        d.mkdir()
+        (d / "settings.json").write_text(json.dumps(dict(
+            plain=plain, seed=1, init="out/sft", tasks_per_step=1, num_samples=1, lr=1e-5, temperature=0.8,
+            adv_clip=1.5, trials=5, iters=20)))
+        (d / "log.jsonl").write_text("".join(json.dumps(dict(
+            step=s, reward_mean=0.0, parsed=1.0, compiled=1.0, correct=float(rec["correct"]), composed=0,
+            exemplars=0, best={"levelG/1_X.py": None}, statuses={rec["status"]: 1}, elapsed_s=10.0 * (s + 1)))
+            + "\n" for s, _, rec in answers))
+        (d / "bank.jsonl").write_text("".join(json.dumps(dict(step=s, task="levelG/1_X.py", source=src, record=rec))
+                                              + "\n" for s, src, rec in answers))
+        runs.append(str(d))
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "rl_report.py"), *runs], cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr[-2000:]
+    row = {line.split(" | ")[0]: line.split(" | ") for line in p.stdout.splitlines() if line.startswith("| ")}
+    col = row["| run"].index("constant outputs, second half (correct)")
+    assert row["| contrastive seed 1"][col] == "50% (0)"  # steps 2-3: one constant output, wrong
+    assert row["| plain seed 1"][col] == "50% (1)"  # steps 2-3: one constant output, right
