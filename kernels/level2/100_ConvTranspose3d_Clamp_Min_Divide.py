@@ -1,18 +1,28 @@
-"""ConvTranspose3d on cuDNN, then the clamp and the divide in one float4 kernel.
+"""ConvTranspose3d as three TF32 products in one cuDNN call (3xTF32), then the clamp and the divide
+in one float4 kernel.
 
-The transposed conv writes (16, 16, 31, 63, 63): 126 MB. Eager then runs torch.clamp(min) and the
-divide, each a full read and write of it: ~500 MB of DRAM traffic and two launches after the head.
-The fused kernel reads the conv output once with float4 loads and writes the result once
-(~250 MB), computing max(v, min_value) (NaN kept, as torch.clamp keeps it) and then v / divisor,
-the same two roundings in the same order as eager. One launch instead of two and half the
-epilogue traffic, ~60 us saved at H200 bandwidth. The transposed conv (32 -> 16 channels, 3x3x3,
-~7 GFLOP) dominates and runs with TF32 off for the strict fp32 check, so it may be slower than
-eager's TF32 head. Measured: 0.47x on H200 (0.72 -> 1.55 ms), slower than eager by 0.8 ms, while the
-fused pass moves ~250 MB (~0.05 ms at H200 bandwidth): the loss is in the fp32 head (eager's output
-is 21x outside the strict tolerance, the mark of its TF32 conv).
+The head is the cost here. Eager's transposed conv runs on TF32 tensor cores, whose output is 22.9x
+outside the strict tolerance, so a solution must match true fp32 -- and cuDNN's true-fp32 transposed
+conv (32 -> 16 channels, 3x3x3, ~7 GFLOP) runs on the CUDA cores, which made the strict version
+0.47x on H200 (0.72 -> 1.55 ms), slower than eager by 0.8 ms where the fused pass (~250 MB) costs
+~0.05 ms at H200 bandwidth. 3xTF32 gets fp32 accuracy from the tensor cores: split x = xh + xl and
+w = wh + wl, where xh and wh keep TF32's 10 mantissa bits exactly and the low parts are at most
+2^-10 of them; then x*w = xh*wh + xh*wl + xl*wh + xl*wl, and only the last term (~2^-20 relative) is
+dropped. The three products run as one convolution over 96 input channels instead of 32:
+cat([xh, xh, xl]) against cat([wh, wl, wh]) (cudal1.conv_3xtf32), three times TF32's work where fp32
+is ~8x slower at peak.
+
+The epilogue is unchanged. The transposed conv writes (16, 16, 31, 63, 63): 126 MB. Eager then runs
+torch.clamp(min) and the divide, each a full read and write of it: ~500 MB of DRAM traffic and two
+launches after the head. The fused kernel reads the conv output once with float4 loads and writes
+the result once (~250 MB), computing max(v, min_value) (NaN kept, as torch.clamp keeps it) and then
+v / divisor, the same two roundings in the same order as eager. One launch instead of two and half
+the epilogue traffic, ~60 us saved at H200 bandwidth. Measured on the H200: 0.62x over eager (0.741
+-> 1.19 ms).
 """
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 import cudal1
 
@@ -47,10 +57,9 @@ class ModelNew(nn.Module):
         self.divisor = divisor
 
     def forward(self, x):
-        tf32 = torch.backends.cudnn.allow_tf32
-        torch.backends.cudnn.allow_tf32 = False  # strict fp32: eager lets cuDNN use TF32
-        x = self.conv_transpose(x).contiguous()  # (B, C, 31, 63, 63)
-        torch.backends.cudnn.allow_tf32 = tf32
+        c = self.conv_transpose
+        x = cudal1.conv_3xtf32(F.conv_transpose3d, x, c.weight, c.bias, stride=c.stride, padding=c.padding,
+                               output_padding=c.output_padding, dilation=c.dilation).contiguous()  # (B, C, 31, 63, 63)
         y = torch.empty_like(x)
         n = x.numel()
         lo, d = float(self.min_value), float(self.divisor)

@@ -7,13 +7,15 @@ write), takes the mean over H and W and the tanh: five launches and ~110 MB of t
 conv. Here the conv runs with bias=None and one kernel gives each (n, c) plane a block: each thread
 takes 2x2 windows, adds the bias, keeps the max, clamps it to [min, max] and adds it to its sum; a
 warp-shuffle block reduction gives the mean, and thread 0 writes tanh(mean). The activation is read
-once and only the (128, 64, 1, 1) result is written. The conv runs with TF32 off (true fp32, as the
-check requires), while eager's timed run lets cuDNN use TF32, so the head is slower than eager's
-and the saving has to pay for that. The head is 2.1 GFLOP and the saving ~110 MB plus four launches.
-Measured: 0.73x on H200 (0.35 -> 0.47 ms), slower than eager. The fused kernel reads ~34 MB (under
-0.01 ms at H200 bandwidth), so the likely reason is the head: the same cuDNN transposed conv, here
-in strict fp32 (TF32 off, as the check needs), where eager's may use TF32 (eager's output differs
-from the strict reference, by 0.34 of the tolerance).
+once and only the (128, 64, 1, 1) result is written.
+
+The precision of the head is the whole change from the strict-fp32 version of this task. Eager's
+transposed conv runs with cuDNN's default TF32, and on this task that costs nothing in correctness:
+eager's own output is 0.38 of the strict tolerance away from the true-fp32 reference, a ~3x margin.
+The strict-fp32 version ran its conv with TF32 off and measured 0.56x on the H200 (0.253 -> 0.452
+ms): its conv alone made it slower than eager. This one leaves cuDNN's flags as eager's are, so both
+run the same conv and the fused epilogue's saving is the difference. Measured on the H200: 1.59x
+over eager (0.283 -> 0.178 ms).
 """
 import torch
 import torch.nn as nn
@@ -60,11 +62,8 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         c = self.conv_transpose
-        tf32 = torch.backends.cudnn.allow_tf32
-        torch.backends.cudnn.allow_tf32 = False  # true fp32, as the check requires
         x = F.conv_transpose2d(x, c.weight, None, c.stride, c.padding, c.output_padding, c.groups,
                                c.dilation).contiguous()  # (B, C, 32, 32)
-        torch.backends.cudnn.allow_tf32 = tf32
         N, C, H, W = x.shape
         p = self.maxpool
         if p.kernel_size not in (2, (2, 2)) or p.stride not in (2, (2, 2)) or p.padding not in (0, (0, 0)) \

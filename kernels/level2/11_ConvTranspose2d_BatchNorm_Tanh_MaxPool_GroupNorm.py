@@ -1,21 +1,29 @@
-"""ConvTranspose2d without its bias, then BatchNorm statistics in one pass and BatchNorm-apply,
-tanh, the 2x2 max pool and GroupNorm in one block per (n, group).
+"""ConvTranspose2d without its bias as three TF32 products in one cuDNN call (3xTF32), then
+BatchNorm statistics in one pass and BatchNorm-apply, tanh, the 2x2 max pool and GroupNorm in one
+block per (n, group).
 
-After the conv, eager adds its bias (a pass over the (128, 64, 64, 64) activation, 134 MB), runs
-BatchNorm (statistics, then apply: two reads and a write), tanh, the max pool and GroupNorm: ~1 GB
-of traffic and six launches. Here, in training mode: (1) one block per (n, c) sums x and x^2 in
-double; (2) a tiny kernel turns them into each channel's batch mean and w_c / sqrt(var + eps) and
-updates running_mean (the conv bias, which cancels in the normalisation, added back) and
-running_var (unbiased) with the momentum, as BatchNorm does; (3) one kernel gives each (n, group)
--- 16 channels of 32 x 32 pooled values -- 1024 threads: pass 1 applies BatchNorm and tanh to each
-2x2 window, writes the max into the output as scratch and sums v and v^2 in double; a shuffle
-reduction gives mean and biased variance; pass 2 rewrites the scratch (still in L2) as (v - mean)
-* rstd * weight[c] + bias[c]. The activation is read twice, nothing its size is written (~300 MB).
-The conv runs with TF32 off (true fp32), while eager's timed run lets cuDNN use TF32, so the head
-is slower than eager's: 8.6 GFLOP of head against ~800 MB of traffic saved. Measured: 0.51x on H200
-(0.94 -> 1.84 ms), slower than eager by 0.9 ms, while the saved traffic is worth ~0.17 ms at H200
-bandwidth: the likely reason is the fp32 head (eager's output is 24x outside the strict tolerance,
-the mark of its TF32 conv).
+The head is the cost here. Eager's transposed conv runs on TF32 tensor cores, whose output is 25.4x
+outside the strict tolerance, so a solution must match true fp32 -- and cuDNN's true-fp32 transposed
+conv (8.6 GFLOP) runs on the CUDA cores, which made the strict version 0.51x on H200
+(0.94 -> 1.84 ms), slower than eager by 0.9 ms although its kernels save ~800 MB of traffic
+(~0.17 ms at H200 bandwidth). 3xTF32 gets fp32 accuracy from the tensor cores: split x = xh + xl and
+w = wh + wl, where xh and wh keep TF32's 10 mantissa bits exactly and the low parts are at most
+2^-10 of them; then x*w = xh*wh + xh*wl + xl*wh + xl*wl, and only the last term (~2^-20 relative) is
+dropped. The three products run as one convolution over 96 input channels instead of 32:
+cat([xh, xh, xl]) against cat([wh, wl, wh]) (cudal1.conv_3xtf32), three times TF32's work where fp32
+is ~8x slower at peak.
+
+The epilogue is unchanged. After the conv, eager adds its bias (a pass over the (128, 64, 64, 64)
+activation, 134 MB), runs BatchNorm (statistics, then apply: two reads and a write), tanh, the max
+pool and GroupNorm: ~1 GB of traffic and six launches. Here, in training mode: (1) one block per
+(n, c) sums x and x^2 in double; (2) a tiny kernel turns them into each channel's batch mean and
+w_c / sqrt(var + eps) and updates running_mean (the conv bias, which cancels in the normalisation,
+added back) and running_var (unbiased) with the momentum, as BatchNorm does; (3) one kernel gives
+each (n, group) -- 16 channels of 32 x 32 pooled values -- 1024 threads: pass 1 applies BatchNorm
+and tanh to each 2x2 window, writes the max into the output as scratch and sums v and v^2 in double;
+a shuffle reduction gives mean and biased variance; pass 2 rewrites the scratch (still in L2) as
+(v - mean) * rstd * weight[c] + bias[c]. The activation is read twice, nothing its size is written
+(~300 MB). Measured on the H200: 1.17x over eager (0.886 -> 0.756 ms).
 """
 import torch
 import torch.nn as nn
@@ -110,11 +118,8 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         c, bn, gn = self.conv_transpose, self.batch_norm, self.group_norm
-        tf32 = torch.backends.cudnn.allow_tf32
-        torch.backends.cudnn.allow_tf32 = False  # true fp32, as the check requires
-        x = F.conv_transpose2d(x, c.weight, None, c.stride, c.padding, c.output_padding, c.groups,
-                               c.dilation)  # (B, C, 64, 64), no bias yet
-        torch.backends.cudnn.allow_tf32 = tf32
+        x = cudal1.conv_3xtf32(F.conv_transpose2d, x, c.weight, None, stride=c.stride, padding=c.padding,
+                               output_padding=c.output_padding, dilation=c.dilation)  # (B, C, 64, 64), no bias yet
         N, C, H, W = x.shape
         if not (bn.training and bn.track_running_stats and bn.momentum is not None and bn.affine) \
                 or N * H * W < 2:  # what this path does not cover: torch's way

@@ -1,18 +1,25 @@
-"""ConvTranspose3d without its bias, then BatchNorm and the spatial-mean subtraction folded into
-one statistics pass and one apply pass.
+"""ConvTranspose3d without its bias as three TF32 products in one cuDNN call (3xTF32),
+then BatchNorm and the spatial-mean subtraction folded into one statistics pass and one apply pass.
 
-In training mode BatchNorm gives y = (x - mu_c) * rstd_c * w_c + b_c, and subtracting y's spatial
-mean per (n, c) leaves out = (x - m_nc) * rstd_c * w_c: mu_c, b_c and the conv bias all cancel.
-Eager adds the conv bias, runs BatchNorm, the mean and the subtraction: ~7 passes over the
-(16, 32, 31, 63, 63) activation (252 MB), ~1.8 GB. Here (1) one block per (n, c) sums x and x^2
-in double; (2) a tiny kernel turns them into w_c * rstd_c and m_nc, and updates running_mean
-(with the conv bias added back) and running_var (unbiased) with the momentum, as BatchNorm does
-(num_batches_tracked is incremented in torch); (3) one pass writes (x - m_nc) * scale_c. That is
-two reads and one write (~760 MB). The conv runs with TF32 off (true fp32), while eager's timed
-run lets cuDNN use TF32, so the head is slower than eager's: 7 GFLOP of head against ~1 GB of
-traffic saved. Measured: 0.69x on H200 (2.07 -> 3.01 ms), slower than eager by 0.9 ms, while the
-saved traffic is worth ~0.2 ms at H200 bandwidth: the likely reason is the fp32 head (eager's output
-is 23x outside the strict tolerance, the mark of its TF32 conv).
+The head is the cost here. Eager's transposed conv runs on TF32 tensor cores, whose output is 22.2x
+outside the strict tolerance, so a solution must match true fp32 -- and cuDNN's true-fp32 transposed
+conv runs on the CUDA cores, which made the strict version 0.69x on H200 (2.08 -> 3.01 ms) although
+the passes below save ~1 GB of traffic (~0.2 ms at H200 bandwidth). 3xTF32 gets fp32 accuracy from
+the tensor cores: split x = xh + xl and w = wh + wl, where xh and wh keep TF32's 10 mantissa bits
+exactly and the low parts are at most 2^-10 of them; then x*w = xh*wh + xh*wl + xl*wh + xl*wl, and
+only the last term (~2^-20 relative) is dropped. The three products run as one convolution over 48
+input channels instead of 16: cat([xh, xh, xl]) against cat([wh, wl, wh]) (cudal1.conv_3xtf32),
+three times TF32's work where fp32 is ~8x slower at peak.
+
+The epilogue is unchanged. In training mode BatchNorm gives y = (x - mu_c) * rstd_c * w_c + b_c, and
+subtracting y's spatial mean per (n, c) leaves out = (x - m_nc) * rstd_c * w_c: mu_c, b_c and the
+conv bias all cancel. Eager adds the conv bias, runs BatchNorm, the mean and the subtraction: ~7
+passes over the (16, 32, 31, 63, 63) activation (252 MB), ~1.8 GB. Here (1) one block per (n, c)
+sums x and x^2 in double; (2) a tiny kernel turns them into w_c * rstd_c and m_nc, and updates
+running_mean (with the conv bias added back) and running_var (unbiased) with the momentum, as
+BatchNorm does (num_batches_tracked is incremented in torch); (3) one pass writes (x - m_nc) *
+scale_c. That is two reads and one write (~760 MB). Measured on the H200: 1.47x over eager (2.05 ->
+1.39 ms).
 """
 import torch
 import torch.nn as nn
@@ -81,11 +88,9 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         c, bn = self.conv_transpose, self.batch_norm
-        tf32 = torch.backends.cudnn.allow_tf32
-        torch.backends.cudnn.allow_tf32 = False  # true fp32, as the check requires
-        x = F.conv_transpose3d(x, c.weight, None, c.stride, c.padding, c.output_padding, c.groups,
-                               c.dilation).contiguous()  # (B, C, D', H', W'), no bias
-        torch.backends.cudnn.allow_tf32 = tf32
+        x = cudal1.conv_3xtf32(F.conv_transpose3d, x, c.weight, None, stride=c.stride, padding=c.padding,
+                               output_padding=c.output_padding,
+                               dilation=c.dilation).contiguous()  # (B, C, D', H', W'), no bias
         N, C = x.shape[:2]
         S = x[0, 0].numel()
         if not (bn.training and bn.track_running_stats and bn.momentum is not None and bn.affine) \

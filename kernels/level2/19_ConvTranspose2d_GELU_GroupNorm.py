@@ -1,21 +1,27 @@
-"""ConvTranspose2d on cuDNN without its bias, then one block per (n, group) for bias, GELU and
-GroupNorm.
+"""ConvTranspose2d without its bias as three TF32 products in one cuDNN call (3xTF32), then one
+block per (n, group) for bias, GELU and GroupNorm.
 
-Eager adds the conv's own bias after cuDNN returns, applies GELU, then GroupNorm (a statistics pass
-and an apply pass): each pass reads, and most write, the (128, 64, 66, 66) activation (143 MB),
-~700 MB of traffic and four launches after the conv. Here one kernel gives each (n, group) -- 8
-channels x 66 x 66 = 34,848 contiguous floats (139 KB) -- a block of 1024 threads. Pass 1 adds the
-bias, applies GELU (erf form), writes the result into the output as scratch and sums v and v^2 in
-double (so E[v^2] - E[v]^2 loses nothing to cancellation); a warp-shuffle block reduction gives the
-mean and biased variance; pass 2 re-reads the scratch (its own writes, still in L2: at most 2
-resident blocks per SM, 264 x 139 KB = 37 MB, fit the 50 MB L2) and writes (v - mean) * rstd *
-weight[c] + bias[c] over it. DRAM sees one read and one write of the activation. The conv runs with
-TF32 off (true fp32, as the check requires), while eager's timed run lets cuDNN use TF32, so the
-head is slower than eager's and the saving has to pay for that. The head is 8.6 GFLOP and the saving
-~420 MB of traffic (~0.09 ms at H200 bandwidth). Measured: 0.37x on H200 (0.71 -> 1.90 ms), slower
-than eager by 1.2 ms, far more than the fused kernel's one read and one write of 143 MB (~0.06 ms at
-bandwidth) could cost, so the likely reason is the fp32 head (eager's output is 15x outside the
-strict tolerance, the mark of its TF32 conv).
+The head is the cost here. Eager's transposed conv runs on TF32 tensor cores, whose output is 14.7x
+outside the strict tolerance, so a solution must match true fp32 -- and cuDNN's true-fp32 transposed
+conv (8.6 GFLOP) runs on the CUDA cores, which made the strict version 0.36x on H200, while its
+fused kernel moves one read and one write of 143 MB (~0.06 ms at H200 bandwidth). 3xTF32 gets fp32
+accuracy from the tensor cores: split x = xh + xl and w = wh + wl, where xh and wh keep TF32's 10
+mantissa bits exactly and the low parts are at most 2^-10 of them; then
+x*w = xh*wh + xh*wl + xl*wh + xl*wl, and only the last term (~2^-20 relative) is dropped. The three
+products run as one convolution over 96 input channels instead of 32: cat([xh, xh, xl]) against
+cat([wh, wl, wh]) (cudal1.conv_3xtf32), three times TF32's work where fp32 is ~8x slower at peak.
+
+The epilogue is unchanged. Eager adds the conv's own bias after cuDNN returns, applies GELU, then
+GroupNorm (a statistics pass and an apply pass): each pass reads, and most write, the (128, 64, 66,
+66) activation (143 MB), ~700 MB of traffic and four launches after the conv. Here one kernel gives
+each (n, group) -- 8 channels x 66 x 66 = 34,848 contiguous floats (139 KB) -- a block of 1024
+threads. Pass 1 adds the bias, applies GELU (erf form), writes the result into the output as scratch
+and sums v and v^2 in double (so E[v^2] - E[v]^2 loses nothing to cancellation); a warp-shuffle
+block reduction gives the mean and biased variance; pass 2 re-reads the scratch (its own writes,
+still in L2: at most 2 resident blocks per SM, 264 x 139 KB = 37 MB, fit the 50 MB L2) and writes (v
+- mean) * rstd * weight[c] + bias[c] over it. DRAM sees one read and one write of the activation,
+~420 MB less traffic than eager's epilogue. Measured on the H200: 0.80x over eager (0.661 -> 0.829
+ms).
 """
 import torch
 import torch.nn as nn
@@ -72,11 +78,8 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         c, gn = self.conv_transpose, self.group_norm
-        tf32 = torch.backends.cudnn.allow_tf32
-        torch.backends.cudnn.allow_tf32 = False  # true fp32, as the check requires
-        x = F.conv_transpose2d(x, c.weight, None, c.stride, c.padding, c.output_padding, c.groups,
-                               c.dilation).contiguous()  # (B, 64, 66, 66)
-        torch.backends.cudnn.allow_tf32 = tf32
+        x = cudal1.conv_3xtf32(F.conv_transpose2d, x, c.weight, None, stride=c.stride, padding=c.padding,
+                               output_padding=c.output_padding, dilation=c.dilation).contiguous()  # (B, 64, 66, 66)
         N, C, H, W = x.shape
         G = gn.num_groups
         y = torch.empty_like(x)

@@ -1,19 +1,25 @@
-"""ConvTranspose3d on cuDNN without its bias, then one kernel for ((c + bias) + c) * c + c.
+"""ConvTranspose3d without its bias as three TF32 products in one cuDNN call (3xTF32),
+then one kernel for ((c + bias) + c) * c + c.
 
-With c the transposed convolution's output (16, 64, 32, 64, 64) -- 134M elements, 537 MB -- eager
-runs a separate add of the conv's own bias (PyTorch adds it after cuDNN returns), the clone, `+
-bias`, `+ original`, `* original` and `+ original`: six passes, most reading two 537 MB tensors,
-~5.5 GB of traffic. Here the conv runs with bias=None and one kernel computes c = conv +
-b_conv[ch], then ((c + bias[ch]) + c) * c + c in registers, in the reference's order (bit-identical
-apart from the conv; the clone/detach only matters for gradients), reading and writing the tensor
-once (~1.07 GB, ~0.25 ms at H200 bandwidth). Each thread handles a float4 (the 32*64*64 plane is a
-multiple of 4), and the grid is (x, C, N), so the channel comes from the block index with no
-per-element division. The conv runs with TF32 off (true fp32, as the check requires), while eager's
-timed run lets cuDNN use TF32, so the head is slower than eager's and the saving has to pay for
-that. The head is 58 GFLOP and the saving ~4.4 GB of traffic (~0.9 ms). Measured: 0.61x on H200
-(2.99 -> 4.92 ms), slower than eager. If the fused pass runs near bandwidth (1.07 GB, ~0.25 ms), the
-fp32 head takes ~4.7 ms, more than eager's whole call (eager's output is 40x outside the strict
-tolerance, the mark of its TF32 conv).
+The head is the cost here. Eager's transposed conv runs on TF32 tensor cores, whose output is 38.3x
+outside the strict tolerance, so a solution must match true fp32 -- and cuDNN's true-fp32 transposed
+conv runs on the CUDA cores, which made the strict version 0.60x on H200 (2.92 -> 4.88 ms) although
+the fused pass below saves ~4.4 GB of traffic (~0.9 ms). 3xTF32 gets fp32 accuracy from the tensor
+cores: split x = xh + xl and w = wh + wl, where xh and wh keep TF32's 10 mantissa bits exactly and
+the low parts are at most 2^-10 of them; then x*w = xh*wh + xh*wl + xl*wh + xl*wl, and only the last
+term (~2^-20 relative) is dropped. The three products run as one convolution over 96 input channels
+instead of 32: cat([xh, xh, xl]) against cat([wh, wl, wh]) (cudal1.conv_3xtf32), three times TF32's
+work where fp32 is ~8x slower at peak.
+
+The epilogue is unchanged. With c the transposed convolution's output (16, 64, 32, 64, 64) -- 134M
+elements, 537 MB -- eager runs a separate add of the conv's own bias (PyTorch adds it after cuDNN
+returns), the clone, `+ bias`, `+ original`, `* original` and `+ original`: six passes, most reading
+two 537 MB tensors, ~5.5 GB of traffic. Here the conv runs with bias=None and one kernel computes
+c = conv + b_conv[ch], then ((c + bias[ch]) + c) * c + c in registers, in the reference's order
+(bit-identical apart from the conv; the clone/detach only matters for gradients), reading and
+writing the tensor once (~1.07 GB, ~0.25 ms at H200 bandwidth). Each thread handles a float4 (the
+32*64*64 plane is a multiple of 4), and the grid is (x, C, N), so the channel comes from the block
+index with no per-element division. Measured on the H200: 1.87x over eager (2.96 -> 1.58 ms).
 """
 import torch
 import torch.nn as nn
@@ -45,11 +51,8 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         c = self.conv_transpose
-        tf32 = torch.backends.cudnn.allow_tf32
-        torch.backends.cudnn.allow_tf32 = False  # true fp32, as the check requires
-        x = F.conv_transpose3d(x, c.weight, None, c.stride, c.padding, c.output_padding, c.groups,
-                               c.dilation).contiguous()
-        torch.backends.cudnn.allow_tf32 = tf32
+        x = cudal1.conv_3xtf32(F.conv_transpose3d, x, c.weight, None, stride=c.stride, padding=c.padding,
+                               output_padding=c.output_padding, dilation=c.dilation).contiguous()
         N, C = x.shape[:2]
         inner = x[0, 0].numel()
         y = torch.empty_like(x)  # (B, C, D', H', W')

@@ -1,19 +1,24 @@
-"""ConvTranspose3d on cuDNN, then the add and y * hardswish(y) in one float4 pass.
+"""ConvTranspose3d as three TF32 products in one cuDNN call (3xTF32), then the add and
+y * hardswish(y) in one float4 pass.
 
-The output is (128, 64, 32, 32, 32): 268M floats, 1 GB. Eager writes the conv output, then the
-add reads it and add_input and writes the sum (3 GB of traffic), hardswish reads and writes it
-(2 GB) and the multiply reads two and writes one (3 GB): about 8 GB after the conv. One kernel that
-reads the conv output and add_input with 128-bit loads and writes y * hardswish(y) moves 3 GB, so
-at ~4 TB/s the epilogue drops from ~2 ms to ~0.75 ms. The arithmetic is torch's:
-hardswish(y) = y * min(max(y + 3, 0), 6) / 6. The conv runs with TF32 off, as the check's
-reference does (eager's timed run may use TF32, which the head cannot match). The unused `bias`
-parameter is kept so the parameter list matches. Measured: 0.38x on H200 (4.05 -> 10.75 ms), slower
-than eager by 6.7 ms, far more than the fused pass (3 GB, ~0.7 ms at H200 bandwidth) could cost. The
-likely reason is the head: the same cuDNN transposed conv, here in strict fp32 (TF32 off, as the
-check needs), where eager's runs with TF32 (eager's output is 3.4x outside the strict tolerance).
+The head is the cost here. Eager's transposed conv runs on TF32 tensor cores, whose output is 3.4x
+outside the strict tolerance, so a solution must match true fp32 -- and cuDNN's true-fp32 transposed
+conv runs on the CUDA cores, which made the strict version 0.38x on H200 (4.05 -> 10.75 ms). 3xTF32
+gets fp32 accuracy from the tensor cores: split x = xh + xl and w = wh + wl, where xh and wh keep
+TF32's 10 mantissa bits exactly and the low parts are at most 2^-10 of them; then
+x*w = xh*wh + xh*wl + xl*wh + xl*wl, and only the last term (~2^-20 relative) is dropped. The three
+products run as one convolution over 96 input channels instead of 32: cat([xh, xh, xl]) against
+cat([wh, wl, wh]) (cudal1.conv_3xtf32), three times TF32's work where fp32 is ~8x slower at peak.
+
+The epilogue is unchanged: eager writes the conv output, then the add, hardswish and multiply each
+read and write the 1 GB output (~8 GB); one kernel that reads the conv output and add_input with
+128-bit loads and writes y * hardswish(y) moves 3 GB. The arithmetic is torch's:
+hardswish(y) = y * min(max(y + 3, 0), 6) / 6. The unused `bias` parameter is kept so the parameter
+list matches. Measured on the H200: 1.14x over eager (4.06 -> 3.57 ms).
 """
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 import cudal1
 
@@ -47,12 +52,9 @@ class ModelNew(nn.Module):
         self.bias = nn.Parameter(torch.randn(bias_shape))  # unused in forward, as in the task
 
     def forward(self, x, add_input):
-        tf32 = torch.backends.cudnn.allow_tf32
-        torch.backends.cudnn.allow_tf32 = False  # true fp32, as the check's reference
-        try:
-            x = self.conv_transpose(x).contiguous()  # (B, C, 2D, 2H, 2W)
-        finally:
-            torch.backends.cudnn.allow_tf32 = tf32
+        c = self.conv_transpose
+        x = cudal1.conv_3xtf32(F.conv_transpose3d, x, c.weight, c.bias, stride=c.stride, padding=c.padding,
+                               output_padding=c.output_padding, dilation=c.dilation).contiguous()  # (B, C, 2D, 2H, 2W)
         if add_input.shape != x.shape:  # a broadcasting add: leave it to torch
             y = x + add_input
             return y * torch.nn.functional.hardswish(y)

@@ -1,19 +1,26 @@
-"""ConvTranspose3d on cuDNN, then LayerNorm over the last dim, GELU and the scale in one pass: a warp per row.
+"""ConvTranspose3d as three TF32 products in one cuDNN call (3xTF32), then LayerNorm over the last
+dim, GELU and the scale in one pass: a warp per row.
 
-The conv output is (128, 64, 32, 64, 64): 1.07G floats, 4.3 GB. Eager then runs LayerNorm (a read
-and a write), GELU (another) and the multiply by scaling_factor (another, even at 1.0): about
-26 GB of traffic, ~6 ms at ~4.3 TB/s, on top of the conv. LayerNorm(64) normalises the last dim
-(the width), so each 64-float row is contiguous and independent: one warp owns one row, each lane
-holds 2 of its values in registers, the mean and then the centred variance come from warp shuffles
-(two passes over registers, no shared memory), and the lane writes
-GELU((v - mean) * rstd * w + b) * scale with the exact erf GELU. The conv output is read once and
-the result written once (8.6 GB, ~2 ms), a third of eager's epilogue traffic, two launches fewer,
-and 16.8M short rows spread as one warp each over every SM. The conv runs with TF32 off, as the
-check's reference does, so the head may be slower than eager's TF32 one. Measured: 0.40x on H200
-(37.17 -> 92.79 ms), slower than eager by 55 ms, far more than the fused pass (8.6 GB, ~2 ms at H200
-bandwidth) could cost, so the loss is in the head: cuDNN's kernel-4 transposed conv in strict fp32,
-where eager's runs with TF32 (eager's output is 18x outside the strict tolerance). Rows over 256
-floats take the eager path.
+The head is the cost here. Eager's transposed conv runs on TF32 tensor cores, whose output is 16.6x
+outside the strict tolerance, so a solution must match true fp32 -- and cuDNN's true-fp32 transposed
+conv (kernel 4, stride 2) runs on the CUDA cores, which made the strict version 0.40x on H200
+(37.17 -> 92.79 ms), slower than eager by 55 ms where the fused pass (8.6 GB) costs ~2 ms at H200
+bandwidth. 3xTF32 gets fp32 accuracy from the tensor cores: split x = xh + xl and w = wh + wl, where
+xh and wh keep TF32's 10 mantissa bits exactly and the low parts are at most 2^-10 of them; then
+x*w = xh*wh + xh*wl + xl*wh + xl*wl, and only the last term (~2^-20 relative) is dropped. The three
+products run as one convolution over 96 input channels instead of 32: cat([xh, xh, xl]) against
+cat([wh, wl, wh]) (cudal1.conv_3xtf32), three times TF32's work where fp32 is ~8x slower at peak.
+
+The epilogue is unchanged. The conv output is (128, 64, 32, 64, 64): 1.07G floats, 4.3 GB. Eager
+then runs LayerNorm (a read and a write), GELU (another) and the multiply by scaling_factor
+(another, even at 1.0): about 26 GB of traffic, ~6 ms at ~4.3 TB/s, on top of the conv.
+LayerNorm(64) normalises the last dim (the width), so each 64-float row is contiguous and
+independent: one warp owns one row, each lane holds 2 of its values in registers, the mean and then
+the centred variance come from warp shuffles (two passes over registers, no shared memory), and the
+lane writes GELU((v - mean) * rstd * w + b) * scale with the exact erf GELU. The conv output is read
+once and the result written once (8.6 GB, ~2 ms), a third of eager's epilogue traffic, two launches
+fewer, and 16.8M short rows spread as one warp each over every SM. Rows over 256 floats take the
+eager path. Measured on the H200: 1.91x over eager (37 -> 19.4 ms).
 """
 import torch
 import torch.nn as nn
@@ -68,12 +75,9 @@ class ModelNew(nn.Module):
         self.scaling_factor = scaling_factor
 
     def forward(self, x):
-        tf32 = torch.backends.cudnn.allow_tf32
-        torch.backends.cudnn.allow_tf32 = False  # true fp32, as the check's reference
-        try:
-            x = self.conv_transpose(x).contiguous()  # (B, C, D, H, W)
-        finally:
-            torch.backends.cudnn.allow_tf32 = tf32
+        c = self.conv_transpose
+        x = cudal1.conv_3xtf32(F.conv_transpose3d, x, c.weight, c.bias, stride=c.stride, padding=c.padding,
+                               output_padding=c.output_padding, dilation=c.dilation).contiguous()  # (B, C, D, H, W)
         ln = self.layer_norm
         L = ln.weight.numel()
         if x.shape[-1] != L or L > 256 or x.numel() == 0:

@@ -1,19 +1,22 @@
 """ConvTranspose3d on cuDNN, then AvgPool3d, clamp, channel softmax and the x2 in one kernel.
 
-Eager writes the (16, 16, 32, 64, 64) conv output (134 MB), average-pools it into
-(16, 16, 16, 32, 32) (17 MB), then clamps, softmaxes over the channels and multiplies by 2, each a
-read and a write of the pooled tensor: four launches and about 240 MB of traffic after the conv.
-Here one thread owns one pooled position of one sample (neighbouring threads own neighbouring
-positions, so the window loads are coalesced): for each channel it averages the 2 x 2 x 2 window
-(sum, then divide by 8, as the pool does), clamps to [0, 1], writes the value into the output and
-keeps an online max and sum of exps; a second loop rewrites each channel as 2 * exp(v - max) / sum
-(reading back its own values from L1/L2). The conv output is read once and the 17 MB result
-written once: one launch instead of four and ~150 MB instead of ~240 MB. The conv runs with TF32
-off, as the check's reference does. Measured: 0.55x on H200 (0.75 -> 1.36 ms), slower than eager by
-0.6 ms, while the fused kernel moves ~150 MB (~0.03 ms at H200 bandwidth): the likely reason is the
-head: the same cuDNN transposed conv, here in strict fp32 (TF32 off, as the check needs), where
-eager's may use TF32 (eager's output differs from the strict reference, by 0.44 of the tolerance).
-Pools other than stride = kernel, no padding, floor mode take the eager path.
+Eager writes the (16, 16, 32, 64, 64) conv output (134 MB), average-pools it into (16, 16, 16, 32,
+32) (17 MB), then clamps, softmaxes over the channels and multiplies by 2, each a read and a write
+of the pooled tensor: four launches and about 240 MB of traffic after the conv. Here one thread owns
+one pooled position of one sample (neighbouring threads own neighbouring positions, so the window
+loads are coalesced): for each channel it averages the 2 x 2 x 2 window (sum, then divide by 8, as
+the pool does), clamps to [0, 1], writes the value into the output and keeps an online max and sum
+of exps; a second loop rewrites each channel as 2 * exp(v - max) / sum (reading back its own values
+from L1/L2). The conv output is read once and the 17 MB result written once: one launch instead of
+four and ~150 MB instead of ~240 MB.
+
+The precision of the head is the whole change from the strict-fp32 version of this task. Eager's
+transposed conv runs with cuDNN's default TF32, and on this task that costs nothing in correctness:
+eager's own output is 0.45 of the strict tolerance away from the true-fp32 reference, a ~2x margin.
+The strict-fp32 version ran its conv with TF32 off and measured 0.57x on the H200 (0.81 -> 1.42 ms):
+its conv alone made it slower than eager. This one leaves cuDNN's flags as eager's are, so both run
+the same conv and the fused epilogue's saving is the difference. Measured on the H200: 1.05x over
+eager (0.772 -> 0.732 ms).
 """
 import torch
 import torch.nn as nn
@@ -62,12 +65,7 @@ class ModelNew(nn.Module):
         self.clamp_max = clamp_max
 
     def forward(self, x):
-        tf32 = torch.backends.cudnn.allow_tf32
-        torch.backends.cudnn.allow_tf32 = False  # true fp32, as the check's reference
-        try:
-            x = self.conv_transpose(x).contiguous()  # (B, C, D, H, W)
-        finally:
-            torch.backends.cudnn.allow_tf32 = tf32
+        x = self.conv_transpose(x).contiguous()  # (B, C, D, H, W)
         ap = self.avg_pool
         k = ap.kernel_size
         if not (isinstance(k, int) and ap.stride == k and ap.padding == 0 and not ap.ceil_mode

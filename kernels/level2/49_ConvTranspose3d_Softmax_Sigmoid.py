@@ -1,18 +1,21 @@
 """ConvTranspose3d on cuDNN, then softmax over channels and sigmoid in one CUDA kernel.
 
-The (16, 64, 32, 64, 64) output of the transposed conv is 1.07 GB. Eager's softmax over dim 1
-reads it (at least once, more for a strided inner reduction) and writes it, and sigmoid reads and
-writes it again: >= 4.3 GB of traffic after the conv, ~1 ms at H200 bandwidth. Here a thread per
-(sample, voxel) loads its 64 channel values into registers (for each channel, the 32 threads of a
-warp read 32 consecutive voxels: coalesced), takes the max, the sum of exp(v - max), and writes
-sigmoid(exp(v - max) / sum) for each channel: one read and one write, 2.1 GB, half of eager's
-epilogue traffic in one launch. The formulas are torch's (softmax as exp(v - max) / sum, sigmoid
-as 1 / (1 + exp(-v)), fp32). The conv runs with cuDNN's TF32 switched off for the call (the check
-is against true fp32), which makes the head slower than eager's TF32 default; the conv is the larger
-part of the call (32 -> 64 channels, 27 taps, ~60 GFLOP). Measured: 0.46x on H200 (2.56 -> 5.62 ms),
-slower than eager by 3 ms, while the fused pass moves 2.1 GB (~0.45 ms at H200 bandwidth): the
-likely reason is the fp32 head against eager's TF32 one (eager's output differs from the strict
-reference, by 0.03 of the tolerance).
+The (16, 64, 32, 64, 64) output of the transposed conv is 1.07 GB. Eager's softmax over dim 1 reads
+it (at least once, more for a strided inner reduction) and writes it, and sigmoid reads and writes
+it again: >= 4.3 GB of traffic after the conv, ~1 ms at H200 bandwidth. Here a thread per (sample,
+voxel) loads its 64 channel values into registers (for each channel, the 32 threads of a warp read
+32 consecutive voxels: coalesced), takes the max, the sum of exp(v - max), and writes sigmoid(exp(v
+- max) / sum) for each channel: one read and one write, 2.1 GB, half of eager's epilogue traffic in
+one launch. The formulas are torch's (softmax as exp(v - max) / sum, sigmoid as 1 / (1 + exp(-v)),
+fp32).
+
+The precision of the head is the whole change from the strict-fp32 version of this task. Eager's
+transposed conv runs with cuDNN's default TF32, and on this task that costs nothing in correctness:
+eager's own output is 0.021 of the strict tolerance away from the true-fp32 reference, a ~47x
+margin. The strict-fp32 version ran its conv with TF32 off and measured 0.46x on the H200 (2.62 ->
+5.66 ms): its conv alone made it slower than eager. This one leaves cuDNN's flags as eager's are, so
+both run the same conv and the fused epilogue's saving is the difference. Measured on the H200:
+1.49x over eager (2.57 -> 1.72 ms).
 """
 import torch
 import torch.nn as nn
@@ -60,12 +63,7 @@ class ModelNew(nn.Module):
         self.sigmoid = nn.Sigmoid()
 
     def forward(self, x):
-        tf32 = torch.backends.cudnn.allow_tf32
-        torch.backends.cudnn.allow_tf32 = False  # true fp32, as the check wants
-        try:
-            x = self.conv_transpose(x).contiguous()  # (B, C, D, H, W)
-        finally:
-            torch.backends.cudnn.allow_tf32 = tf32
+        x = self.conv_transpose(x).contiguous()  # (B, C, D, H, W)
         B, C = x.shape[:2]
         if C > 64:  # the kernel keeps a voxel's channels in registers
             return self.sigmoid(self.softmax(x))

@@ -1,19 +1,20 @@
 """ConvTranspose3d on cuDNN, then scale, 2x2x2 average pool, bias add and scale in one CUDA kernel.
 
-Eager runs the transposed conv and four more kernels: `x * scale1` reads and writes the whole
-(128, 16, 31, 63, 63) output (126 MB a pass), AvgPool3d reads it to write the (128, 16, 15, 31, 31)
-result (15 MB), then `+ bias` and `* scale2` each read and write that: ~330 MB in four launches.
-Here a thread per pooled output reads its 2x2x2 window once, and writes
-(mean(x * scale1) + bias_c) * scale2: ~140 MB in one launch, about 2.4x less traffic for the
-epilogue. scale1 and scale2 are 0-dim Parameters on the device; the kernel reads them through
-their pointers, so there is no .item() and no host sync. Each element is scaled before it is
-summed, as eager does, so the rounding matches. The conv runs with cuDNN's TF32 switched off for
-the call (the check is against true fp32), which makes the head slower than eager's default; the
-epilogue saving has to pay for that. Measured: 0.48x on H200 (5.43 -> 11.38 ms), slower than eager
-by 6 ms, while the fused pass moves ~140 MB (~0.03 ms at H200 bandwidth), so the loss is in the fp32
-head (eager's output differs from the strict reference, by 0.31 of the tolerance). The solution of
-task 96 computes the same transposed conv (3 -> 16 channels, stride 2, the same shapes) directly
-inside its pooling windows and runs its whole forward in 1.8 ms: that is the route to a win here.
+Eager runs the transposed conv and four more kernels: `x * scale1` reads and writes the whole (128,
+16, 31, 63, 63) output (126 MB a pass), AvgPool3d reads it to write the (128, 16, 15, 31, 31) result
+(15 MB), then `+ bias` and `* scale2` each read and write that: ~330 MB in four launches. Here a
+thread per pooled output reads its 2x2x2 window once, and writes (mean(x * scale1) + bias_c) *
+scale2: ~140 MB in one launch, about 2.4x less traffic for the epilogue. scale1 and scale2 are 0-dim
+Parameters on the device; the kernel reads them through their pointers, so there is no .item() and
+no host sync. Each element is scaled before it is summed, as eager does, so the rounding matches.
+
+The precision of the head is the whole change from the strict-fp32 version of this task. Eager's
+transposed conv runs with cuDNN's default TF32, and on this task that costs nothing in correctness:
+eager's own output is 0.31 of the strict tolerance away from the true-fp32 reference, a ~3x margin.
+The strict-fp32 version ran its conv with TF32 off and measured 0.48x on the H200 (5.48 -> 11.4 ms):
+its conv alone made it slower than eager. This one leaves cuDNN's flags as eager's are, so both run
+the same conv and the fused epilogue's saving is the difference. Measured on the H200: 1.24x over
+eager (5.45 -> 4.4 ms).
 """
 import torch
 import torch.nn as nn
@@ -52,12 +53,7 @@ class ModelNew(nn.Module):
         self.scale2 = nn.Parameter(torch.tensor(scale2))  # 0-dim
 
     def forward(self, x):
-        tf32 = torch.backends.cudnn.allow_tf32
-        torch.backends.cudnn.allow_tf32 = False  # true fp32, as the check wants
-        try:
-            x = self.conv_transpose(x).contiguous()  # (B, C, 31, 63, 63)
-        finally:
-            torch.backends.cudnn.allow_tf32 = tf32
+        x = self.conv_transpose(x).contiguous()  # (B, C, 31, 63, 63)
         k = self.avg_pool.kernel_size
         B, C, D, H, W = x.shape
         y = x.new_empty(B, C, D // k, H // k, W // k)

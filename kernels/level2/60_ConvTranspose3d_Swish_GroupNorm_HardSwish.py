@@ -1,22 +1,30 @@
-"""ConvTranspose3d on cuDNN, then Swish, GroupNorm and HardSwish in three CUDA kernels (two passes).
+"""ConvTranspose3d as three TF32 products in one cuDNN call (3xTF32), then Swish, GroupNorm and
+HardSwish in three CUDA kernels (two passes).
 
-The transposed conv writes a (128, 16, 31, 63, 63) tensor, 1.0 GB. Eager then runs sigmoid and
-the multiply (~3 GB of traffic), GroupNorm (a statistics pass and an apply pass, ~3 GB) and
-hardswish (~2 GB): ~8 GB after the conv, ~2 ms at H200 bandwidth. Here, as in a two-pass norm:
+The head is the cost here. Eager's transposed conv runs on TF32 tensor cores, whose output is 22.6x
+outside the strict tolerance, so a solution must match true fp32 -- and cuDNN's true-fp32 transposed
+conv (3 -> 16 channels, stride 2) runs on the CUDA cores, which made the strict version 0.54x on
+H200 (6.81 -> 12.67 ms), slower than eager by 5.9 ms where the three kernels move ~3 GB (~0.6 ms at
+H200 bandwidth). 3xTF32 gets fp32 accuracy from the tensor cores: split x = xh + xl and w = wh + wl,
+where xh and wh keep TF32's 10 mantissa bits exactly and the low parts are at most 2^-10 of them;
+then x*w = xh*wh + xh*wl + xl*wh + xl*wl, and only the last term (~2^-20 relative) is dropped. The
+three products run as one convolution over 9 input channels instead of 3: cat([xh, xh, xl]) against
+cat([wh, wl, wh]) (cudal1.conv_3xtf32), three times TF32's work where fp32 is ~8x slower at peak.
+
+The epilogue is unchanged. The transposed conv writes a (128, 16, 31, 63, 63) tensor, 1.0 GB.
+Eager then runs sigmoid and the multiply (~3 GB of traffic), GroupNorm (a statistics pass and an
+apply pass, ~3 GB) and hardswish (~2 GB): ~8 GB after the conv, ~2 ms at H200 bandwidth. Here, as in
+a two-pass norm:
   1. partial sums: a block per 16K-element chunk of one (sample, group) slab (its 4 channels are
      adjacent, so the slab is contiguous) sums swish(x) = sigmoid(x) * x and its square on the fly;
   2. one warp per slab combines its ~30 partials in double -> mean, rstd;
   3. apply: a 2-D grid (voxel block x plane, so the channel is per block) recomputes swish,
      normalises, applies the channel's weight and bias and hardswish, and writes once.
 The conv output is read twice and the result written once, ~3 GB instead of ~8 GB, in three
-launches; statistics in double are at least as accurate as eager's. The conv runs with cuDNN's
-TF32 switched off for the call (the check is against true fp32), which makes the head slower than
-eager's TF32 default. Measured: 0.54x on H200 (6.81 -> 12.67 ms), slower than eager by 5.9 ms, while
-the three kernels move ~3 GB (~0.6 ms at H200 bandwidth): the loss is in the fp32 head (eager's
-output is 25x outside the strict tolerance, the mark of its TF32 conv). The solution of task 96
-computes the same transposed conv (3 -> 16 channels, stride 2, the same shapes) directly inside its
-consumer and runs its whole forward in 1.8 ms; here GroupNorm's statistics need a pass of their own,
-so that route would compute the conv twice.
+launches; statistics in double are at least as accurate as eager's. The solution of task 96 computes
+the same transposed conv (3 -> 16 channels, stride 2, the same shapes) directly inside its consumer
+and runs its whole forward in 1.8 ms; here GroupNorm's statistics need a pass of their own, so that
+route would compute the conv twice. Measured on the H200: 1.16x over eager (6.77 -> 5.83 ms).
 """
 import torch
 import torch.nn as nn
@@ -102,12 +110,9 @@ class ModelNew(nn.Module):
         self.group_norm = nn.GroupNorm(num_groups=groups, num_channels=out_channels, eps=eps)
 
     def forward(self, x):
-        tf32 = torch.backends.cudnn.allow_tf32
-        torch.backends.cudnn.allow_tf32 = False  # true fp32, as the check wants
-        try:
-            x = self.conv_transpose(x).contiguous()  # (B, C, D, H, W)
-        finally:
-            torch.backends.cudnn.allow_tf32 = tf32
+        c = self.conv_transpose
+        x = cudal1.conv_3xtf32(F.conv_transpose3d, x, c.weight, c.bias, stride=c.stride, padding=c.padding,
+                               output_padding=c.output_padding, dilation=c.dilation).contiguous()  # (B, C, D, H, W)
         gn = self.group_norm
         B, C = x.shape[:2]
         S = x[0, 0].numel()

@@ -1,21 +1,29 @@
-"""cuDNN transposed conv in true fp32, then ReLU and GroupNorm in one CUDA kernel: a block per group.
+"""ConvTranspose3d as three TF32 products in one cuDNN call (3xTF32), then ReLU and GroupNorm in one
+CUDA kernel: a block per group.
 
-Eager runs the ConvTranspose3d (64 -> 128 channels, output (16, 128, 10, 18, 18) = 26.5 MB), ReLU
-(a read and a write of 26.5 MB) and GroupNorm (a statistics kernel that reads it and a normalize
-kernel that reads it again and writes the result). Here one block of 1024 threads owns one
-(sample, group) slice -- 16 channels x 3240 positions = 51840 contiguous floats, 207 KB -- and
-makes three sweeps over it with ReLU applied on the fly: the mean, then the variance as the mean
-of squared deviations (two-pass, as accurate as torch's Welford), then the write of
-(relu(v) - mean) * rstd * gamma[c] + beta[c]. The second and third sweeps hit the 50 MB L2, so
-DRAM sees about one read and one write of the tensor instead of four reads and two writes, and no
-ReLU temporary is allocated. The conv runs with cuDNN's TF32 off, as the strict check needs
-(eager lets it use TF32), and it dominates the time. Measured: 0.35x on H200 (0.38 -> 1.11 ms),
-slower than eager by 0.7 ms, while the fused kernel moves ~53 MB from DRAM (~0.01 ms at H200
-bandwidth): the loss is in the fp32 head (eager's output is 25x outside the strict tolerance, the
-mark of its TF32 conv).
+The head is the cost here. Eager's transposed conv runs on TF32 tensor cores, whose output is 26.9x
+outside the strict tolerance, so a solution must match true fp32 -- and cuDNN's true-fp32 transposed
+conv (64 -> 128 channels, 3x3x3) runs on the CUDA cores, which made the strict version 0.38x on
+H200, while its fused kernel moves ~53 MB from DRAM (~0.01 ms at H200 bandwidth). 3xTF32 gets fp32
+accuracy from the tensor cores: split x = xh + xl and w = wh + wl, where xh and wh keep TF32's 10
+mantissa bits exactly and the low parts are at most 2^-10 of them; then
+x*w = xh*wh + xh*wl + xl*wh + xl*wl, and only the last term (~2^-20 relative) is dropped. The three
+products run as one convolution over 192 input channels instead of 64: cat([xh, xh, xl]) against
+cat([wh, wl, wh]) (cudal1.conv_3xtf32), three times TF32's work where fp32 is ~8x slower at peak.
+
+The epilogue is unchanged. Eager runs the ConvTranspose3d (64 -> 128 channels, output
+(16, 128, 10, 18, 18) = 26.5 MB), ReLU (a read and a write of 26.5 MB) and GroupNorm (a statistics
+kernel that reads it and a normalize kernel that reads it again and writes the result). Here one
+block of 1024 threads owns one (sample, group) slice -- 16 channels x 3240 positions = 51840
+contiguous floats, 207 KB -- and makes three sweeps over it with ReLU applied on the fly: the mean,
+then the variance as the mean of squared deviations (two-pass, as accurate as torch's Welford), then
+the write of (relu(v) - mean) * rstd * gamma[c] + beta[c]. The second and third sweeps hit the 50 MB
+L2, so DRAM sees about one read and one write of the tensor instead of four reads and two writes,
+and no ReLU temporary is allocated. Measured on the H200: 0.64x over eager (0.472 -> 0.735 ms).
 """
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 import cudal1
 
@@ -61,12 +69,9 @@ class ModelNew(nn.Module):
         self.group_norm = nn.GroupNorm(num_groups=groups, num_channels=out_channels)
 
     def forward(self, x):
-        tf32 = torch.backends.cudnn.allow_tf32
-        torch.backends.cudnn.allow_tf32 = False  # true fp32, as the strict check needs
-        try:
-            c = self.conv_transpose(x).contiguous()  # (B, C, D, H, W)
-        finally:
-            torch.backends.cudnn.allow_tf32 = tf32
+        ct = self.conv_transpose
+        c = cudal1.conv_3xtf32(F.conv_transpose3d, x, ct.weight, ct.bias, stride=ct.stride, padding=ct.padding,
+                               output_padding=ct.output_padding, dilation=ct.dilation).contiguous()  # (B, C, D, H, W)
         gn = self.group_norm
         B, C = c.shape[:2]
         y = torch.empty_like(c)

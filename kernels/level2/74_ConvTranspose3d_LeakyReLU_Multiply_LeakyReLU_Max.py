@@ -1,20 +1,29 @@
-"""cuDNN transposed conv in true fp32, then LeakyReLU, the per-channel multiply, LeakyReLU and the
-2x2x2 max pool in one CUDA kernel.
+"""ConvTranspose3d as three TF32 products in one cuDNN call (3xTF32), then LeakyReLU, the
+per-channel multiply, LeakyReLU and the 2x2x2 max pool in one CUDA kernel.
 
-The ConvTranspose3d output is (16, 32, 32, 64, 64): 67M floats, 268 MB. Eager then runs four
-kernels over it: LeakyReLU (read 268 MB, write 268 MB), `x * multiplier` (read, write), LeakyReLU
-again (read, write) and MaxPool3d(2) (read 268 MB, write 34 MB): about 1.9 GB of traffic and three
-268 MB temporaries. Here one thread per pooled output (8.4M threads) reads its 2x2x2 window
-once, applies leaky(leaky(v) * m_c) to each value in registers and keeps the max (NaN
-propagates, as in torch's max pool): 268 MB read and 34 MB written, ~6x less traffic after the
-conv. All fp32 with the same operations as eager, so the result matches exactly up to the conv.
-The conv runs with cuDNN's TF32 off, as the strict check needs (eager lets it use TF32), and is the
-largest remaining cost. Measured: 0.54x on H200 (1.41 -> 2.58 ms), slower than eager by 1.2 ms,
-while the fused kernel moves ~300 MB (~0.06 ms at H200 bandwidth): the loss is in the fp32 head
-(eager's output is 24x outside the strict tolerance, the mark of its TF32 conv).
+The head is the cost here. Eager's transposed conv runs on TF32 tensor cores, whose output is 19.1x
+outside the strict tolerance, so a solution must match true fp32 -- and cuDNN's true-fp32 transposed
+conv (16 -> 32 channels, 3x3x3, stride 2) runs on the CUDA cores, which made the strict version
+0.55x on H200 (1.41 -> 2.58 ms), slower than eager by 1.2 ms where the fused kernel moves ~300 MB
+(~0.06 ms at H200 bandwidth). 3xTF32 gets fp32 accuracy from the tensor cores: split x = xh + xl and
+w = wh + wl, where xh and wh keep TF32's 10 mantissa bits exactly and the low parts are at most
+2^-10 of them; then x*w = xh*wh + xh*wl + xl*wh + xl*wl, and only the last term (~2^-20 relative) is
+dropped. The three products run as one convolution over 48 input channels instead of 16:
+cat([xh, xh, xl]) against cat([wh, wl, wh]) (cudal1.conv_3xtf32), three times TF32's work where fp32
+is ~8x slower at peak.
+
+The epilogue is unchanged. The ConvTranspose3d output is (16, 32, 32, 64, 64): 67M floats, 268 MB.
+Eager then runs four kernels over it: LeakyReLU (read 268 MB, write 268 MB), `x * multiplier`
+(read, write), LeakyReLU again (read, write) and MaxPool3d(2) (read 268 MB, write 34 MB): about
+1.9 GB of traffic and three 268 MB temporaries. Here one thread per pooled output (8.4M threads)
+reads its 2x2x2 window once, applies leaky(leaky(v) * m_c) to each value in registers and keeps the
+max (NaN propagates, as in torch's max pool): 268 MB read and 34 MB written, ~6x less traffic after
+the conv. All fp32 with the same operations as eager, so the result matches exactly up to the conv.
+Measured on the H200: 1.06x over eager (1.41 -> 1.32 ms).
 """
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 import cudal1
 
@@ -55,12 +64,9 @@ class ModelNew(nn.Module):
         self.max_pool = nn.MaxPool3d(kernel_size=2)
 
     def forward(self, x):
-        tf32 = torch.backends.cudnn.allow_tf32
-        torch.backends.cudnn.allow_tf32 = False  # true fp32, as the strict check needs
-        try:
-            c = self.conv_transpose(x).contiguous()  # (B, C, D, H, W)
-        finally:
-            torch.backends.cudnn.allow_tf32 = tf32
+        ct = self.conv_transpose
+        c = cudal1.conv_3xtf32(F.conv_transpose3d, x, ct.weight, ct.bias, stride=ct.stride, padding=ct.padding,
+                               output_padding=ct.output_padding, dilation=ct.dilation).contiguous()  # (B, C, D, H, W)
         B, C, D, H, W = c.shape
         if self.multiplier.numel() != C or W % 2 != 0 or c.data_ptr() % 8 != 0:  # kernel: one scale per channel
             return self.max_pool(self.leaky_relu(self.leaky_relu(c) * self.multiplier))

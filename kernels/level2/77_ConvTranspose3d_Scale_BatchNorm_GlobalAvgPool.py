@@ -1,22 +1,31 @@
-"""cuDNN transposed conv in true fp32, then the scale, training-mode BatchNorm and the global average
-pool from per-plane sums alone: two small kernels, and the normalized tensor is never written.
+"""ConvTranspose3d as three TF32 products in one cuDNN call (3xTF32), then the scale,
+training-mode BatchNorm and the global average pool from per-plane sums alone: two small kernels,
+and the normalized tensor is never written.
 
-The ConvTranspose3d output is (16, 32, 18, 34, 34): 10.6M floats, 42.6 MB. Eager then runs
-`x * scale_factor` (read, write 42.6 MB), BatchNorm (a statistics pass and a normalize pass that
-writes another 42.6 MB) and the global average pool (one more read). BatchNorm is a per-channel
-affine map and the pool is a mean, so with m_nc the mean of plane (n, c) of y = s x and m_c, v_c
-the batch mean and biased variance of channel c, the output is
-out[n, c] = (m_nc - m_c) * gamma_c / sqrt(v_c + eps) + beta_c. So: (1) one block per (sample,
-channel) plane sums x and x^2 (fp32 per thread, double across the block), scaled by s and s^2;
-(2) one block per channel combines its 16 planes in double, updates running_mean/running_var as
-torch does (momentum, unbiased variance), and writes the 16 outputs. The 42.6 MB is read once
-after the conv instead of four times, with two writes saved. The conv runs with cuDNN's TF32 off,
-as the strict check needs, and now dominates. Measured: 0.67x on H200 (1.52 -> 2.27 ms), slower than
-eager by 0.74 ms, while the two kernels read ~43 MB (~0.01 ms at H200 bandwidth): the loss is in the
-fp32 head (eager's output is 8x outside the strict tolerance, the mark of its TF32 conv).
+The head is the cost here. Eager's transposed conv runs on TF32 tensor cores, whose output is 7.6x
+outside the strict tolerance, so a solution must match true fp32 -- and cuDNN's true-fp32 transposed
+conv runs on the CUDA cores, which made the strict version 0.66x on H200 (1.53 -> 2.32 ms) while the
+two kernels below read ~43 MB (~0.01 ms at H200 bandwidth). 3xTF32 gets fp32 accuracy from the
+tensor cores: split x = xh + xl and w = wh + wl, where xh and wh keep TF32's 10 mantissa bits
+exactly and the low parts are at most 2^-10 of them; then x*w = xh*wh + xh*wl + xl*wh + xl*wl, and
+only the last term (~2^-20 relative) is dropped. The three products run as one convolution over 192
+input channels instead of 64: cat([xh, xh, xl]) against cat([wh, wl, wh]) (cudal1.conv_3xtf32),
+three times TF32's work where fp32 is ~8x slower at peak.
+
+The epilogue is unchanged. The ConvTranspose3d output is (16, 32, 18, 34, 34): 10.6M floats, 42.6
+MB. Eager then runs `x * scale_factor` (read, write 42.6 MB), BatchNorm (a statistics pass and a
+normalize pass that writes another 42.6 MB) and the global average pool (one more read). BatchNorm
+is a per-channel affine map and the pool is a mean, so with m_nc the mean of plane (n, c) of y = s x
+and m_c, v_c the batch mean and biased variance of channel c, the output is out[n, c] = (m_nc - m_c)
+* gamma_c / sqrt(v_c + eps) + beta_c. So: (1) one block per (sample, channel) plane sums x and x^2
+(fp32 per thread, double across the block), scaled by s and s^2; (2) one block per channel combines
+its 16 planes in double, updates running_mean/running_var as torch does (momentum, unbiased
+variance), and writes the 16 outputs. The 42.6 MB is read once after the conv instead of four times,
+with two writes saved. Measured on the H200: 0.93x over eager (1.61 -> 1.73 ms).
 """
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 import cudal1
 
@@ -71,12 +80,9 @@ class ModelNew(nn.Module):
         self.global_avg_pool = nn.AdaptiveAvgPool3d((1, 1, 1))
 
     def forward(self, x):
-        tf32 = torch.backends.cudnn.allow_tf32
-        torch.backends.cudnn.allow_tf32 = False  # true fp32, as the strict check needs
-        try:
-            c = self.conv_transpose(x).contiguous()  # (B, C, D, H, W)
-        finally:
-            torch.backends.cudnn.allow_tf32 = tf32
+        m = self.conv_transpose
+        c = cudal1.conv_3xtf32(F.conv_transpose3d, x, m.weight, m.bias, stride=m.stride, padding=m.padding,
+                               output_padding=m.output_padding, dilation=m.dilation).contiguous()  # (B, C, D, H, W)
         bn = self.batch_norm
         if not (self.training and bn.track_running_stats and bn.affine and bn.running_mean is not None):
             return self.global_avg_pool(bn(c * self.scale_factor))

@@ -1,22 +1,31 @@
-"""cuDNN transposed conv in true fp32, then both max pools and the channel sum in one CUDA kernel.
+"""ConvTranspose3d as three TF32 products in one cuDNN call (3xTF32), then both max pools and
+the channel sum in one CUDA kernel.
 
-The ConvTranspose3d output is (16, 16, 31, 63, 63): 31.5M floats, 126 MB. Eager then runs
-MaxPool3d(2) (read 126 MB, write a 15.6 MB temporary), MaxPool3d(3) (read it, write 0.5 MB) and
-the sum over channels (read, write 32 KB). Two floor-mode max pools without padding compose into
-one: the output at (d, h, w) of pool(3) after pool(2) is the max of the 6x6x6 block of the conv
-output at 6 * (d, h, w). Here one warp per output position (n, d, h, w) walks the 16 channels;
-for each, its 32 lanes cover the 216 values of the block (NaN propagates, as in torch's max pool),
-a shuffle reduction gives the max, and lane 0 adds it to the channel sum. The 15.6 MB temporary
-and two launches go away, and the conv output is read once, only the part the pools can reach
-(30 x 60 x 60 of 31 x 63 x 63). The maxima are exact; only the 16-term sum may round differently.
-The conv runs with cuDNN's TF32 off, as the strict check needs, and dominates. Measured:
-0.42x on H200 (0.68 -> 1.62 ms), slower than eager by 0.94 ms, while the fused kernel reads at most
-the 126 MB conv output (~0.03 ms at H200 bandwidth): the likely reason is the head: the same cuDNN
-transposed conv, here in strict fp32 (TF32 off, as the check needs), where eager's may use TF32
-(eager's output differs from the strict reference, by 0.84 of the tolerance).
+The head is the cost here. Eager's transposed conv runs on TF32 tensor cores, and its output passes
+the strict tolerance only narrowly (0.9 of it): too thin a margin to rely on, so a solution matches
+true fp32 -- and cuDNN's true-fp32 transposed conv runs on the CUDA cores, which made the strict
+version 0.42x on H200 (0.69 -> 1.63 ms) while the fused kernel below reads at most the 126 MB conv
+output (~0.03 ms at H200 bandwidth). 3xTF32 gets fp32 accuracy from the tensor cores: split
+x = xh + xl and w = wh + wl, where xh and wh keep TF32's 10 mantissa bits exactly and the low parts
+are at most 2^-10 of them; then x*w = xh*wh + xh*wl + xl*wh + xl*wl, and only the last term
+(~2^-20 relative) is dropped. The three products run as one convolution over 24 input channels
+instead of 8: cat([xh, xh, xl]) against cat([wh, wl, wh]) (cudal1.conv_3xtf32), three times TF32's
+work where fp32 is ~8x slower at peak.
+
+The epilogue is unchanged. The ConvTranspose3d output is (16, 16, 31, 63, 63): 31.5M floats,
+126 MB. Eager then runs MaxPool3d(2) (read 126 MB, write a 15.6 MB temporary), MaxPool3d(3) (read
+it, write 0.5 MB) and the sum over channels (read, write 32 KB). Two floor-mode max pools without
+padding compose into one: the output at (d, h, w) of pool(3) after pool(2) is the max of the 6x6x6
+block of the conv output at 6 * (d, h, w). Here one warp per output position (n, d, h, w) walks the
+16 channels; for each, its 32 lanes cover the 216 values of the block (NaN propagates, as in torch's
+max pool), a shuffle reduction gives the max, and lane 0 adds it to the channel sum. The 15.6 MB
+temporary and two launches go away, and the conv output is read once, only the part the pools can
+reach (30 x 60 x 60 of 31 x 63 x 63). The maxima are exact; only the 16-term sum may round
+differently. Measured on the H200: 0.63x over eager (0.718 -> 1.15 ms).
 """
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 import cudal1
 
@@ -61,12 +70,9 @@ class ModelNew(nn.Module):
         self.max_pool2 = nn.MaxPool3d(kernel_size=3)
 
     def forward(self, x):
-        tf32 = torch.backends.cudnn.allow_tf32
-        torch.backends.cudnn.allow_tf32 = False  # true fp32, as the strict check needs
-        try:
-            c = self.conv_transpose(x).contiguous()  # (B, C, D, H, W)
-        finally:
-            torch.backends.cudnn.allow_tf32 = tf32
+        m = self.conv_transpose
+        c = cudal1.conv_3xtf32(F.conv_transpose3d, x, m.weight, m.bias, stride=m.stride, padding=m.padding,
+                               output_padding=m.output_padding, dilation=m.dilation).contiguous()  # (B, C, D, H, W)
         k1, k2 = _pool_k(self.max_pool1), _pool_k(self.max_pool2)
         if k1 is None or k2 is None:
             return torch.sum(self.max_pool2(self.max_pool1(c)), dim=1, keepdim=True)

@@ -1,17 +1,20 @@
 """ConvTranspose2d on cuDNN, then the channel softmax, bias add, scale and sigmoid in one kernel.
 
-The transposed conv writes (128, 64, 33, 33), 35.7 MB. Eager then runs softmax over channels
-(which reads it at least twice), the bias add, the multiply and the sigmoid, each of the last
-three a read and write of 35.7 MB: ~250 MB of traffic and four launches after the head. The
-fused kernel gives each thread one (sample, pixel): it loads that pixel's 64 channel values into
-registers (adjacent threads read adjacent pixels, so every load is coalesced), takes the max,
-the exp-sum, and writes sigmoid((exp(v - max) / sum + bias[c]) * scale) for each channel in
-eager's order. One read and one write of the tensor, one launch instead of four. The head runs
-with TF32 off for the strict fp32 check, so it may be slower than eager's. Measured: 0.69x on H200
-(0.37 -> 0.53 ms), slower than eager by 0.17 ms, while the fused kernel moves ~71 MB (~0.015 ms at
-H200 bandwidth): the likely reason is the head: the same cuDNN transposed conv, here in strict fp32
-(TF32 off, as the check needs), where eager's may use TF32 (eager's output differs from the strict
-reference, by 0.04 of the tolerance).
+The transposed conv writes (128, 64, 33, 33), 35.7 MB. Eager then runs softmax over channels (which
+reads it at least twice), the bias add, the multiply and the sigmoid, each of the last three a read
+and write of 35.7 MB: ~250 MB of traffic and four launches after the head. The fused kernel gives
+each thread one (sample, pixel): it loads that pixel's 64 channel values into registers (adjacent
+threads read adjacent pixels, so every load is coalesced), takes the max, the exp-sum, and writes
+sigmoid((exp(v - max) / sum + bias[c]) * scale) for each channel in eager's order. One read and one
+write of the tensor, one launch instead of four.
+
+The precision of the head is the whole change from the strict-fp32 version of this task. Eager's
+transposed conv runs with cuDNN's default TF32, and on this task that costs nothing in correctness:
+eager's own output is 0.031 of the strict tolerance away from the true-fp32 reference, a ~32x
+margin. The strict-fp32 version ran its conv with TF32 off and measured 0.71x on the H200 (0.39 ->
+0.551 ms): its conv alone made it slower than eager. This one leaves cuDNN's flags as eager's are,
+so both run the same conv and the fused epilogue's saving is the difference. Measured on the H200:
+1.32x over eager (0.368 -> 0.279 ms).
 """
 import torch
 import torch.nn as nn
@@ -64,10 +67,7 @@ class ModelNew(nn.Module):
         self.scaling_factor = scaling_factor
 
     def forward(self, x):
-        tf32 = torch.backends.cudnn.allow_tf32
-        torch.backends.cudnn.allow_tf32 = False  # strict fp32: eager lets cuDNN use TF32
         x = self.conv_transpose(x).contiguous()  # (B, C, 33, 33)
-        torch.backends.cudnn.allow_tf32 = tf32
         B, C, H, W = x.shape
         if C > CMAX:
             return torch.sigmoid((torch.softmax(x, dim=1) + self.bias) * self.scaling_factor)
