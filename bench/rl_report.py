@@ -112,13 +112,37 @@ md = [f"# Contrastive vs plain RL ({env.get('gpu', '?')})", "",
       f"torch {env.get('torch', '?')}, tolerance {tolerance}",
       f"- compared over the first {steps} steps (the fewer any run reached)", "",
       "| run | answers | parse | compile | correct | copies of a seed | reward, first half | reward, second half | "
-      "composing 2+ moves, first half -> second half | constant outputs, second half (correct) | exemplars shown |",
-      "|---|---|---|---|---|---|---|---|---|---|---|"]
+      "composing 2+ moves, first half -> second half | constant outputs, second half (correct) | "
+      "after a correct answer: same move / another (correct) | exemplars shown |",
+      "|---|---|---|---|---|---|---|---|---|---|---|---|"]
 def composed(log, n):
     """Of the correct answers of these steps, the share whose code shows two or more of the teacher's
     moves (cudal1.moves_shown); 0 for logs written before it was counted."""
     good = [l["correct"] * m for l, m in zip(log, n)]
     return sum(l.get("composed", 0) * g for l, g in zip(log, good)) / max(1, sum(good))
+
+
+def keep_or_switch(entries):
+    """Of the parsed answers to a task the run already had a correct answer for (at an earlier step),
+    the shares whose moves (cudal1.moves_shown) are all among those earlier answers' ("same move") and
+    that have a move none of them has ("another"), each with the share of it the judge passed; answers
+    without a move's mark are in neither. A contrastive prompt shows such an earlier answer."""
+    correct = {}  # task -> [(step, moves)] of its correct answers
+    for e in entries:
+        if e["record"].get("correct"):
+            correct.setdefault(e["task"], []).append((e["step"], cudal1.moves_shown(e["source"])))
+    after, counts = 0, {"same": [0, 0], "another": [0, 0]}
+    for e in entries:
+        earlier = [m for k, m in correct.get(e["task"], []) if k < e["step"]]
+        if not earlier:
+            continue
+        after += 1
+        moves = cudal1.moves_shown(e["source"])
+        if moves:
+            c = counts["same" if moves <= set().union(*earlier) else "another"]
+            c[0] += 1
+            c[1] += bool(e["record"].get("correct"))
+    return " / ".join(f"{n / max(1, after):.0%} ({ok / max(1, n):.0%})" for n, ok in counts.values())
 
 
 for r in runs:
@@ -138,6 +162,7 @@ for r in runs:
               f"{statistics.mean(l['reward_mean'] for l in log[half:] or log):+.2f} | "
               f"{composed(log[:half], n[:half]):.0%} -> {composed(log[half:] or log, n[half:] or n):.0%} | "
               f"{len(const) / max(1, len(late)):.0%} ({sum(bool(e['record'].get('correct')) for e in const)}) | "
+              f"{keep_or_switch([e for es in r['bank'].entries.values() for e in es if 0 <= e['step'] < steps])} | "
               f"{statistics.mean(l['exemplars'] for l in log):.1f} |")
 md += ["", "Reward: clip(log2 speedup, -1, 3) for a correct answer, -2 for any failure (cudal1.reward).", "",
        "```text", chart({arm: [statistics.mean(r["log"][i]["reward_mean"] for r in runs if r["arm"] == arm)
@@ -145,7 +170,11 @@ md += ["", "Reward: clip(log2 speedup, -1, 3) for a correct answer, -2 for any f
        "```", "",
        "Constant outputs: parsed answers of the second half whose code writes its output with torch.full "
        "(the constant_output move's mark), and how many of them the judge passed: the move applies to few "
-       "tasks, so a high share with none correct is a policy claiming it where it does not hold.", ""]
+       "tasks, so a high share with none correct is a policy claiming it where it does not hold.", "",
+       "After a correct answer: parsed answers to a task the run had already answered correctly at an earlier "
+       "step (what a contrastive prompt then shows), split into those that use only the moves of the earlier "
+       "correct answers and those that use another (by cudal1.MOVE_MARKS; answers with no mark are in neither), "
+       "and in brackets how many of each the judge passed.", ""]
 held = [r for r in runs if r["held"]]
 if held:  # the split no training input touches, measured before the first update and during the run
     groups = list(held[0]["held"][0]["stats"])

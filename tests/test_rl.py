@@ -376,7 +376,8 @@ def test_held_out_line_of_the_start_is_measured_once_and_reused(tmp_path):
 
 def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
     """bench/rl_report.py on two synthetic runs: the per-run table counts parsed answers of the
-    second half that write a constant output (torch.full), and how many of them were correct."""
+    second half that write a constant output (torch.full), and how many of them were correct, and
+    the answers after a task's first correct one that keep its move or use another."""
     const = "class ModelNew:\n    def forward(self, x):\n        return torch.full((1,), 1.0)\n"
     fused = "CUDA_SRC = '__global__ void k() {}'\nmod = cudal1.load_cuda(CUDA_SRC)\n"
     ok = dict(status="ok", correct=True, speedup=1.5, env=dict(gpu="TestGPU", commit="abc"), tolerance="strict")
@@ -403,3 +404,8 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
     col = row["| run"].index("constant outputs, second half (correct)")
     assert row["| contrastive seed 1"][col] == "50% (0)"  # steps 2-3: one constant output, wrong
     assert row["| plain seed 1"][col] == "50% (1)"  # steps 2-3: one constant output, right
+    # after step 0's correct fused answer: contrastive leaves the move twice (wrong), keeps it once (right);
+    # plain keeps it twice (one right), and its step-2 constant output, right, is another move
+    col = row["| run"].index("after a correct answer: same move / another (correct)")
+    assert row["| contrastive seed 1"][col] == "33% (100%) / 67% (0%)"
+    assert row["| plain seed 1"][col] == "67% (50%) / 33% (100%)"
