@@ -18,6 +18,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import cudal1  # noqa: E402
+import evaluate  # noqa: E402
 
 p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
 p.add_argument("--init", default="out/sft", help="checkpoint to sample from")
@@ -79,6 +80,7 @@ lines = [f"`python bench/exemplar_probe.py --init {args.init} --run {args.run} -
          f"--tasks {args.tasks} --shapes '{args.shapes}'`: {len(cases)} tasks, temperature 0.8, top-p 0.95; "
          "copies: parsed answers whose code is the run's fastest answer, the one ref+best and best show "
          "(under plain and ref the policy writing its own most likely answer again)", "",
+         "- " + ", ".join(f"{k} {v}" for k, v in evaluate.environment(str(model_device)).items()), "",
          "| prompt | answers | prompt tokens | answer tokens | stopped | parse | copies of the shown answer |",
          "|---|---|---|---|---|---|---|"]
 for name, st in stats.items():
