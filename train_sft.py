@@ -89,6 +89,8 @@ parser.add_argument("--reference-pairs", type=int, default=-1, help="contrastive
 parser.add_argument("--solution-pairs", type=int, default=-1, help="contrastive pairs showing the reference and "
                     "any teacher solution of the task labelled 'not measured', answered by another (a fast move "
                     "where one is left, else any) (solution_pairs); 0: none; -1: device default (GPU 10000, CPU 0)")
+parser.add_argument("--keep-shown", action="store_true", help="solution pairs of a task with no other fast move "
+                    "answer with the shown solution itself, not any other (an experiment: solution_pairs)")
 parser.add_argument("--held-out-tasks", type=int, default=-1, help="held-out generated tasks (cudal1.held_out) "
                     "answered greedily and --num-samples times at the end, judged; 0: no held-out evaluation; "
                     "-1: device default")
@@ -370,19 +372,28 @@ def reference_pairs(examples, speedups, n, fast):
 
 def solution_pairs(examples, speedups, n, fast):
     """Up to n (example, [(reference, 1.00x), (another solution, None)]) pairs, one per generated task
-    with two or more teacher solutions: the prompt of a stage-3 step whose bank holds an earlier answer
-    beside the reference. Both solutions are unmeasured (measured ones make contrastive_pairs), and
-    the prompt says so of the shown one (a number in a prompt is a measurement). The shown solution
-    is any of the task's, as a bank shows whatever was found first; the answer is another, of a
-    `fast` move where one is left, else any (~43% of answers at the GPU default: when the fused
-    epilogue is shown, a PyTorch-level move that may be slower, which the prompt, showing no number,
-    does not claim otherwise). They teach reading a solution in the prompt: with ~600
-    measured pairs that showed one, the policy parsed 25-33% of its answers to such prompts on tasks
-    it never saw; with 10000 of these, 84-91% (H200, bench/exemplar_probe.py). Drawing the answer
-    first, as these pairs once did, showed the fused epilogue (a fast move nearly every task has) in 4% of
-    them, always answered by a constant output or a folded reduction: in stage 3, where the bank
-    shows a fused epilogue most of the time, 24-28% of the contrastive arm's parsed answers wrote a
-    constant output on tasks that have none (results/learning-h200-solpairs.md)."""
+    with two or more teacher solutions: the prompt of a stage-3 step whose bank holds an earlier
+    answer beside the reference. Both solutions are unmeasured (measured ones make
+    contrastive_pairs), and the prompt says so of the shown one (a number in a prompt is a
+    measurement). The shown solution is any of the task's, as a bank shows whatever was found
+    first; the answer is another, of a `fast` move where one is left, else any other (~42% of
+    pairs at the GPU default), or with --keep-shown the shown one again (then nearly always a
+    fused epilogue, shown and kept: a pair with its answer in its prompt, which teaches copying
+    where nothing better is known).
+
+    They teach reading a solution in the prompt: with ~600 measured pairs that showed one, the
+    policy parsed 25-33% of its answers to such prompts on tasks it never saw; with 10000 of
+    these, 84-91% (H200, bench/exemplar_probe.py). Each rule so far left a matching failure in
+    stage 3. Drawing the answer first showed the fused epilogue (a fast move nearly every task
+    has) in 4% of pairs, always answered by a constant output or a folded reduction; in stage 3,
+    whose bank shows a fused epilogue most of the time, 24-28% of the contrastive arm's parsed
+    answers wrote a constant output, none correct (results/learning-h200-solpairs.md). Drawing
+    the shown one first cured that (4-5%), but once a task had a correct answer, 61-81% of the
+    contrastive arm's answers used a move none of its correct answers had (25-55% of them
+    correct), where plain kept its move 80-88% of the time (96-100% correct;
+    results/learning-h200-shownfirst.md). Every pair's answer leaves the shown move, so that is
+    what the pairs teach; --keep-shown is the experiment that asks whether keeping it when
+    nothing faster is known cures this."""
     by_task = {}  # task -> [(unmeasured solution, its move)]; measured ones make contrastive_pairs
     for e in examples:
         name = cudal1.solution_name(e["path"])
@@ -394,7 +405,8 @@ def solution_pairs(examples, speedups, n, fast):
             continue
         shown, _ = rng.choice(group)
         rest = [(e, move) for e, move in group if e is not shown]
-        answer, _ = rng.choice([(e, move) for e, move in rest if move in fast] or rest)
+        answer, _ = rng.choice([(e, move) for e, move in rest if move in fast]
+                               or ([(shown, None)] if args.keep_shown else rest))
         pairs.append((answer, [(read(task), cudal1.REFERENCE["speedup"]), (shown["code"], None)]))
     return rng.sample(pairs, min(n, len(pairs)))
 
@@ -442,7 +454,7 @@ if rpairs:
 spairs = solution_pairs(gen_examples, speedups or {}, args.solution_pairs, fast) if args.solution_pairs else []
 if spairs:
     say(f"{len(spairs)} contrastive pairs showing the reference and a teacher solution, not measured, "
-        "answered by another, of a fast move where one is left, else any")
+        f"answered by another, of a fast move where one is left, else {'the shown one' if args.keep_shown else 'any'}")
 
 TOKENIZER_GENERATED = 10000
 # ---- model: resume from --out, else start from --init, else a fresh tokenizer and model
