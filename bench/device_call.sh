@@ -93,9 +93,9 @@ print(','.join(s for _, s in best.values()))")
               --time-limit "${ABLATION_MINUTES:-1}" ${RL_FLAGS:-} 2>&1 | tail -5
           done ;;
     probe)  # does the policy read a prompt that shows a solution? bench/exemplar_probe.py on out/sft, with the first
-            # contrastive arm's tasks and bank, all prompts in one batch on the GPU -> results/exemplar-probe-h200.md
+            # contrastive arm's tasks and bank, all prompts in one batch on the GPU -> results/PROBE_NAME.md (exemplar-probe-h200)
           timeout "${BUDGET:-200}" python3 bench/exemplar_probe.py --init out/sft --run out/rl-contrastive-s1 --tasks 8 \
-            --samples 4 --shapes ref,ref+best,best,"ref x3" --out results/exemplar-probe-h200.md 2>&1 | tail -8 ;;
+            --samples 4 --shapes ref,ref+best,best,"ref x3" --out "results/${PROBE_NAME:-exemplar-probe-h200}.md" 2>&1 | tail -8 ;;
     ablation-report)  # every seed's runs under out/ in one report and picture -> results/learning-h200.{md,svg}
           python3 bench/rl_report.py ${REPORT_RUNS:-$(ls -d out/rl-contrastive-s? out/rl-plain-s?)} --out "results/${REPORT_NAME:-learning-h200}.md" 2>&1 | tail -30 ;;
     carry-sft)  # out/sft's weights in bf16 parts under $OUT/sft, to bring back here (the tool returns <= 16 MiB a file)
