@@ -5,6 +5,7 @@ pays for one pool of workers, not one per test.
 """
 import collections
 import copy
+import importlib.util
 import types
 import json
 import os
@@ -718,6 +719,22 @@ def test_conv_3xtf32_is_the_convolution_and_its_split_is_exact():
     x2, w2 = torch.randn(2, 3, 9, 9), torch.randn(6, 3, 3, 3)  # a forward conv: the weight's input channels are dim 1
     got = cudal1.conv_3xtf32(F.conv2d, x2, w2, None, padding=1)
     assert evaluate._compare(got, F.conv2d(x2.double(), w2.double(), padding=1), evaluate.STRICT)[0]
+
+
+def test_tf32_bf16_conv_is_the_convolution_and_its_bf16_part_carries_the_accuracy():
+    # bench/conv_precision.py's candidate: xh*wh in fp32, the cross terms xh*wl + xl*wh in bf16
+    spec = importlib.util.spec_from_file_location("conv_precision", os.path.join(ROOT, "bench", "conv_precision.py"))
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    x, w, b, kw, want = conv_case("cpu")
+    got = bench.tf32_bf16(F.conv_transpose3d, x, w, b, **kw)
+    assert got.dtype == torch.float32 and evaluate._compare(got, want, evaluate.STRICT)[0]
+    xh, _ = cudal1.tf32_split(x)
+    wh, _ = cudal1.tf32_split(w)
+    assert not evaluate._compare(F.conv_transpose3d(xh, wh, b, **kw), want, evaluate.STRICT)[0]  # xh*wh alone fails
+    x2, w2 = torch.randn(2, 3, 9, 9), torch.randn(6, 3, 3, 3)  # a forward conv: the weight's input channels are dim 1
+    assert evaluate._compare(bench.tf32_bf16(F.conv2d, x2, w2, None, padding=1),
+                             F.conv2d(x2.double(), w2.double(), padding=1), evaluate.STRICT)[0]
 
 
 @pytest.mark.gpu
