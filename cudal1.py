@@ -286,13 +286,39 @@ def conv_3xtf32(conv, x, weight, bias=None, **kw):
     if kw.get("groups", 1) != 1:
         raise ValueError("conv_3xtf32: groups=1 only (the three products are stacked as input channels)")
     wh, wl = tf32_split(weight)
-    cin = 0 if conv in (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d) else 1  # weight's input-channel dim
-    tf32 = torch.backends.cudnn.allow_tf32
+    with _tf32_on():
+        return conv(tf32_stack(x), torch.cat([wh, wl, wh], _cin(conv)), bias, **kw)
+
+
+def conv_tf32_bf16(conv, x, weight, bias=None, **kw):
+    """conv_3xtf32's accuracy for about two TF32 convolutions' work: xh*wh on TF32 (a product of two
+    TF32 numbers is exact, the sums fp32), and the cross terms xh*wl + xl*wh, ~2^-11 of the result,
+    as one bf16 convolution over 2x the input channels at bf16's twice-TF32 rate; bf16's 8-bit
+    mantissa in them costs ~2^-19 of the result. Not yet measured on a GPU (bench/conv_precision.py)."""
+    if kw.get("groups", 1) != 1:
+        raise ValueError("conv_tf32_bf16: groups=1 only (the cross terms are stacked as input channels)")
+    xh, xl = tf32_split(x)
+    wh, wl = tf32_split(weight)
+    with _tf32_on():
+        out = conv(xh, wh, bias, **kw)
+    lows = conv(torch.cat([xh, xl], 1).bfloat16(), torch.cat([wl, wh], _cin(conv)).bfloat16(), None, **kw)
+    return out.add_(lows)
+
+
+def _cin(conv):
+    """The input-channel dim of a torch.nn.functional convolution's weight."""
+    return 0 if conv in (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d) else 1
+
+
+@contextlib.contextmanager
+def _tf32_on():
+    """cuDNN's TF32 switched on for a with-block, restored after it."""
+    was = torch.backends.cudnn.allow_tf32
     torch.backends.cudnn.allow_tf32 = True
     try:
-        return conv(tf32_stack(x), torch.cat([wh, wl, wh], cin), bias, **kw)
+        yield
     finally:
-        torch.backends.cudnn.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = was
 
 
 # -----------------------------------------------------------------------------

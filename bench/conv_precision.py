@@ -5,7 +5,7 @@ solution calls cudal1.conv_3xtf32, each run four ways, timed and checked against
 
 The four ways: eager's (cuDNN with TF32, PyTorch's default for convolutions), true fp32 (TF32 off:
 the CUDA cores), 3xTF32 (cudal1.conv_3xtf32: xh*wh + xh*wl + xl*wh as one TF32 convolution over 3x
-the input channels), and TF32 + bf16 (tf32_bf16 below: xh*wh alone on TF32, whose products of two
+the input channels), and TF32 + bf16 (cudal1.conv_tf32_bf16: xh*wh alone on TF32, whose products of two
 TF32 numbers are exact, plus the two small cross terms as one bf16 convolution over 2x the channels,
 at bf16's twice-TF32 tensor-core rate). The cross terms are ~2^-11 of the result, so bf16's 8-bit
 mantissa in their inputs and output should cost ~2^-19 of it, against the ~2^-11 of one TF32 product
@@ -31,18 +31,6 @@ import evaluate  # noqa: E402
 
 CONVS = {nn.ConvTranspose2d: F.conv_transpose2d, nn.ConvTranspose3d: F.conv_transpose3d,
          nn.Conv2d: F.conv2d, nn.Conv3d: F.conv3d}
-
-
-def tf32_bf16(conv, x, weight, bias=None, **kw):
-    """conv(x, weight, bias, **kw) as xh*wh on TF32 plus xh*wl + xl*wh in one bf16 convolution
-    (x = xh + xl, weight = wh + wl by cudal1.tf32_split); groups=1."""
-    xh, xl = cudal1.tf32_split(x)
-    wh, wl = cudal1.tf32_split(weight)
-    cin = 0 if conv in (F.conv_transpose2d, F.conv_transpose3d) else 1  # the weight's input-channel dim
-    with tf32(True):
-        out = conv(xh, wh, bias, **kw)
-    lows = conv(torch.cat([xh, xl], 1).bfloat16(), torch.cat([wl, wh], cin).bfloat16(), None, **kw)
-    return out.add_(lows)
 
 
 class tf32:
@@ -100,7 +88,7 @@ def main():
     ways = {"eager (TF32)": lambda c, x, w, b, kw: c(x, w, b, **kw),
             "true fp32": lambda c, x, w, b, kw: c(x, w, b, **kw),
             "3xTF32": lambda c, x, w, b, kw: cudal1.conv_3xtf32(c, x, w, b, **kw),
-            "TF32 + bf16": lambda c, x, w, b, kw: tf32_bf16(c, x, w, b, **kw)}
+            "TF32 + bf16": lambda c, x, w, b, kw: cudal1.conv_tf32_bf16(c, x, w, b, **kw)}
     rows = []
     for name in names:
         conv, x, w, b, kw = head(os.path.join(ROOT, "kernelbench", "level2", name.split(".")[0] + ".py"), device)
