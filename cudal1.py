@@ -286,7 +286,7 @@ def conv_3xtf32(conv, x, weight, bias=None, **kw):
     if kw.get("groups", 1) != 1:
         raise ValueError("conv_3xtf32: groups=1 only (the three products are stacked as input channels)")
     wh, wl = tf32_split(weight)
-    with _tf32_on():
+    with cudnn_tf32():
         return conv(tf32_stack(x), torch.cat([wh, wl, wh], _cin(conv)), bias, **kw)
 
 
@@ -299,7 +299,7 @@ def conv_tf32_bf16(conv, x, weight, bias=None, **kw):
         raise ValueError("conv_tf32_bf16: groups=1 only (the cross terms are stacked as input channels)")
     xh, xl = tf32_split(x)
     wh, wl = tf32_split(weight)
-    with _tf32_on():
+    with cudnn_tf32():
         out = conv(xh, wh, bias, **kw)
     lows = conv(torch.cat([xh, xl], 1).bfloat16(), torch.cat([wl, wh], _cin(conv)).bfloat16(), None, **kw)
     return out.add_(lows)
@@ -311,10 +311,10 @@ def _cin(conv):
 
 
 @contextlib.contextmanager
-def _tf32_on():
-    """cuDNN's TF32 switched on for a with-block, restored after it."""
+def cudnn_tf32(on=True):
+    """cuDNN's TF32 switch set to `on` for a with-block, restored after it."""
     was = torch.backends.cudnn.allow_tf32
-    torch.backends.cudnn.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = on
     try:
         yield
     finally:

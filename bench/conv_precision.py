@@ -33,19 +33,6 @@ CONVS = {nn.ConvTranspose2d: F.conv_transpose2d, nn.ConvTranspose3d: F.conv_tran
          nn.Conv2d: F.conv2d, nn.Conv3d: F.conv3d}
 
 
-class tf32:
-    """cuDNN's TF32 switch set for a with-block, restored after it."""
-    def __init__(self, on):
-        self.on = on
-
-    def __enter__(self):
-        self.was = torch.backends.cudnn.allow_tf32
-        torch.backends.cudnn.allow_tf32 = self.on
-
-    def __exit__(self, *exc):
-        torch.backends.cudnn.allow_tf32 = self.was
-
-
 def head(task_path, device):
     """(conv function, input, weight, bias, keyword arguments) of the task's first convolution, on
     the task's own inputs and initialisation (seeded)."""
@@ -92,11 +79,11 @@ def main():
     rows = []
     for name in names:
         conv, x, w, b, kw = head(os.path.join(ROOT, "kernelbench", "level2", name.split(".")[0] + ".py"), device)
-        with tf32(False):
+        with cudal1.cudnn_tf32(False):
             want = conv(x.double(), w.double(), None if b is None else b.double(), **kw)
         cells = []
         for way, fn in ways.items():
-            with tf32(way == "eager (TF32)"):
+            with cudal1.cudnn_tf32(way == "eager (TF32)"):
                 ms = timed(lambda: fn(conv, x, w, b, kw), args.reps, flush)
                 got = fn(conv, x, w, b, kw)
             cells.append((ms, evaluate._compare(got, want, evaluate.STRICT)[2]))
