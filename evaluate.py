@@ -555,8 +555,11 @@ class Worker:
             if all(p.startswith(self.task.__name__) for p in patched):
                 raise Cheat("changed_task", "changed the task module's sizes or functions: " + ", ".join(patched[:5]))
             raise Cheat("patched", "replaced functions the judge or the reference calls: " + ", ".join(patched[:5]))
+        # Only a solution can cheat with a thread: a reference-only worker's torch.compile pool starts
+        # its timer thread from the pool's own reader thread, outside any call (on the H200 that read
+        # 'cheat:threads' for 35 of 43 level-2 compile workers, and left the compile column empty).
         extra = [t.name for t in threading.enumerate() if t not in self.threads and t.is_alive()]
-        if extra:
+        if extra and self.new is not None:
             raise Cheat("threads", f"left threads running: {', '.join(extra[:3])}")
 
     def check_output(self, out, xs, pristine, ref, snap, history):

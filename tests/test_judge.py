@@ -455,6 +455,18 @@ def test_flags_constant_and_zero_reference(tmp_path):
     assert "constant" in r["flags"] and "zeros_pass" in r["flags"]
 
 
+def test_reference_only_worker_excuses_threads_started_outside_a_call(tmp_path):
+    # like torch.compile's pool, whose reader thread starts a timer thread between calls: with no
+    # solution loaded there is nothing to blame it on (the compile column needs this record)
+    d = tmp_path / "level1"
+    d.mkdir()
+    late = ("import threading, time\n"
+            "threading.Timer(1.0, lambda: threading.Thread(target=time.sleep, args=(5,), daemon=True).start()).start()\n")
+    (d / "1_Late.py").write_text(late + COPY_TASK)
+    [r] = evaluate.judge_many([(str(d / "1_Late.py"), None)], **{**FAST, "time_budget": 3.0, "iters": 1000})
+    assert r["status"] == "ok", r["message"]
+
+
 def test_tolerance_rule():
     strict = dict(evaluate.STRICT)
     ref = torch.randn(1000, dtype=torch.float64).float()
