@@ -1079,12 +1079,17 @@ def summarize(records):
     if not best:
         return None
     out = {"tasks": len(best), "correct": sum(b["speedup"] is not None for b in best.values())}
+    # vs torch.compile only over the tasks whose compiled reference was timed: a task it is missing
+    # for (a cut-short run, a compile that failed) would otherwise read 1.0x, as if it had tied
+    timed = {r["task"] for r in records if r.get("solution") is None and r.get("compile_ms")}
     for name in ("speedup", "speedup_compile"):
-        xs = [b[name] if b[name] is not None else 1.0 for b in best.values()]
-        out[name] = dict(mean=statistics.mean(xs), median=statistics.median(xs),
+        bs = [b for t, b in best.items() if name == "speedup" or t in timed]
+        xs = [b[name] if b[name] is not None else 1.0 for b in bs] or [1.0]
+        out[name] = dict(tasks=len(bs), correct=sum(b["speedup"] is not None for b in bs),
+                         mean=statistics.mean(xs), median=statistics.median(xs),
                          geomean=math.exp(statistics.mean(math.log(x) for x in xs)),
-                         fast_1=sum(b[name] is not None and b[name] > 1.0 for b in best.values()) / len(xs),
-                         fast_1_5=sum(b[name] is not None and b[name] > 1.5 for b in best.values()) / len(xs))
+                         fast_1=sum(b[name] is not None and b[name] > 1.0 for b in bs) / len(xs),
+                         fast_1_5=sum(b[name] is not None and b[name] > 1.5 for b in bs) / len(xs))
     return out
 
 
@@ -1227,8 +1232,8 @@ def _solution_tables(records, summary):
         sm = summary if scope == "all" else summarize([r for r in records if r["task"].startswith(scope + "/")])
         for name, vs in (("speedup", "eager"), ("speedup_compile", "torch.compile")):
             x = sm[name]
-            if name == "speedup" or any(r.get("speedup_compile") for r in records):
-                lines.append(f"| {scope} | {sm['correct']}/{sm['tasks']} | {vs} | {x['mean']:.2f}x | {x['median']:.2f}x | "
+            if name == "speedup" or x["tasks"]:
+                lines.append(f"| {scope} | {x['correct']}/{x['tasks']} | {vs} | {x['mean']:.2f}x | {x['median']:.2f}x | "
                              f"{x['geomean']:.2f}x | {x['fast_1']:.0%} | {x['fast_1_5']:.0%} |")
     lines += ["", "| task | solution | status | err/tol | ref ms | ref IQR | sol ms | sol IQR | floor ms | rounds | speedup | vs compile | flags |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]

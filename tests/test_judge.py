@@ -613,6 +613,17 @@ def test_solutions_comma_separated(tmp_path):
         evaluate.find_pairs(evaluate.find_tasks(str(lvl)), f"{sol / '1_T.v2.py'},{sol / 'missing.py'}")
 
 
+def test_compile_summary_counts_only_tasks_with_a_timed_compile():
+    """A task whose compiled reference was never timed is left out of the vs-compile row, not read as 1.0x."""
+    recs = [dict(task=f"level1/{t}.py", solution=f"kernels/level1/{t}.py", correct=True, speedup=s) for t, s in
+            (("1_a", 2.0), ("2_b", 3.0), ("3_c", 0.5))]
+    recs += [dict(task="level1/1_a.py", solution=None, ref_ms=1.0, compile_ms=0.5),
+             dict(task="level1/3_c.py", solution=None, ref_ms=1.0, compile_ms=0.25)]
+    sm = evaluate.summarize(recs)
+    assert sm["speedup"]["tasks"] == 3 and sm["speedup_compile"]["tasks"] == 2
+    assert sm["speedup_compile"]["geomean"] == pytest.approx((1.0 * 0.125) ** 0.5)  # 2.0 / 2 and 0.5 / 4
+
+
 def test_no_win_section_says_why():
     """Each task without a win gets a reason from its numbers: eager in TF32, HBM-bound, a tie, launch-bound."""
     def rec(task, speedup, ref_ms, nbytes, err=0.0, correct=True):
