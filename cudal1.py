@@ -282,27 +282,14 @@ def conv_3xtf32(conv, x, weight, bias=None, **kw):
     The three products run as one convolution over 3x the input channels (tf32_stack). Eager's cuDNN
     convolutions use TF32 and miss a strict fp32 check (by 2-90x on level 2's transposed ones); a
     true fp32 one runs on the CUDA cores, ~8x slower at peak than TF32. Level 3's 26 and 27 use it
-    and read 0.75x and 0.57x of eager: against TF32 it costs three times the work."""
+    and read 0.75x and 0.57x of eager: against TF32 it costs three times the work. Splitting off the
+    cross terms into one bf16 convolution instead (about two TF32 convolutions' work, ~2^-19 error)
+    was slower still on the H200: 0.56-0.98x of this on 11 of level 2's 12 transposed-conv heads."""
     if kw.get("groups", 1) != 1:
         raise ValueError("conv_3xtf32: groups=1 only (the three products are stacked as input channels)")
     wh, wl = tf32_split(weight)
     with cudnn_tf32():
         return conv(tf32_stack(x), torch.cat([wh, wl, wh], _cin(conv)), bias, **kw)
-
-
-def conv_tf32_bf16(conv, x, weight, bias=None, **kw):
-    """conv_3xtf32's accuracy for about two TF32 convolutions' work: xh*wh on TF32 (a product of two
-    TF32 numbers is exact, the sums fp32), and the cross terms xh*wl + xl*wh, ~2^-11 of the result,
-    as one bf16 convolution over 2x the input channels at bf16's twice-TF32 rate; bf16's 8-bit
-    mantissa in them costs ~2^-19 of the result. Not yet measured on a GPU (bench/conv_precision.py)."""
-    if kw.get("groups", 1) != 1:
-        raise ValueError("conv_tf32_bf16: groups=1 only (the cross terms are stacked as input channels)")
-    xh, xl = tf32_split(x)
-    wh, wl = tf32_split(weight)
-    with cudnn_tf32():
-        out = conv(xh, wh, bias, **kw)
-    lows = conv(torch.cat([xh, xl], 1).bfloat16(), torch.cat([wl, wh], _cin(conv)).bfloat16(), None, **kw)
-    return out.add_(lows)
 
 
 def _cin(conv):

@@ -58,8 +58,6 @@ print(','.join(s for _, s in best.values()))")
     noise)  # A/A: the reference judged as its own solution, 4 workers per task
           timeout "${BUDGET:-200}" python3 bench/judge_noise.py --repeats 4 --time-budget "${TIME_BUDGET:-1}" ${NOISE_TASKS:-kernelbench/level1/19_ReLU.py \
             kernelbench/level1/23_Softmax.py kernelbench/level2/12_Gemm_Multiply_LeakyReLU.py kernelbench/level1/1_Square_matrix_multiplication_.py} 2>&1 | tail -9 ;;
-    conv-precision)  # level 2's 3xTF32 heads four ways (eager TF32, fp32, 3xTF32, TF32 + bf16): ms and err/tol
-          timeout "${BUDGET:-240}" python3 bench/conv_precision.py --out results/h200-conv-precision.md 2>&1 | tail -18 ;;
     flush-probe) timeout 60 python3 bench/flush_probe.py > results/h200-flush-probe.md 2>&1; cat results/h200-flush-probe.md ;;
     sample-speed) timeout "${BUDGET:-120}" python3 bench/sample_speed.py > results/h200-sample-speed.md 2>&1; cat results/h200-sample-speed.md ;;
     pretrained-shapes)  # Qwen2.5-Coder-0.5B/1.5B shapes: stage-1 MFU, decode, a stage-3 step (~2 min estimated) -> results/h200-pretrained-shapes.md
