@@ -89,8 +89,6 @@ parser.add_argument("--reference-pairs", type=int, default=-1, help="contrastive
 parser.add_argument("--solution-pairs", type=int, default=-1, help="contrastive pairs showing the reference and "
                     "any teacher solution of the task labelled 'not measured', answered by another (a fast move "
                     "where one is left, else any) (solution_pairs); 0: none; -1: device default (GPU 10000, CPU 0)")
-parser.add_argument("--keep-shown", action="store_true", help="solution pairs of a task with no other fast move "
-                    "answer with the shown solution itself, not any other (an experiment: solution_pairs)")
 parser.add_argument("--held-out-tasks", type=int, default=-1, help="held-out generated tasks (cudal1.held_out) "
                     "answered greedily and --num-samples times at the end, judged; 0: no held-out evaluation; "
                     "-1: device default")
@@ -378,9 +376,7 @@ def solution_pairs(examples, speedups, n, fast):
     contrastive_pairs), and the prompt says so of the shown one (a number in a prompt is a
     measurement). The shown solution is any of the task's, as a bank shows whatever was found
     first; the answer is another, of a `fast` move where one is left, else any other (~42% of
-    pairs at the GPU default), or with --keep-shown the shown one again (then nearly always a
-    fused epilogue, shown and kept: a pair with its answer in its prompt, which teaches copying
-    where nothing better is known).
+    pairs at the GPU default).
 
     They teach reading a solution in the prompt: with ~600 measured pairs that showed one, the
     policy parsed 25-33% of its answers to such prompts on tasks it never saw; with 10000 of
@@ -393,8 +389,13 @@ def solution_pairs(examples, speedups, n, fast):
     contrastive arm's answers used a move none of its correct answers had (25-55% of them
     correct), where plain kept its move 80-88% of the time (96-100% correct;
     results/learning-h200-shownfirst.md). Every pair's answer leaves the shown move, so that is
-    what the pairs teach; --keep-shown is the experiment that asks whether keeping it when
-    nothing faster is known cures this."""
+    what the pairs teach. Answering the pairs with no other fast move by the shown solution itself
+    (42% of them, nearly all a fused epilogue kept) swung it the other way: 91-96% of the
+    contrastive arm's answers after a correct one kept the move, 4-9% left it, none of those
+    correct; the probe's answers copied the shown solution 78% of the time (3-6% before); and the
+    checkpoint started lower on held-out tasks (1.08x against 1.16x), contrastive 1.08x and plain
+    1.10-1.11x after RL (results/learning-h200-keepshown.md). Neither rule teaches keeping a move and
+    adding one: the teacher writes one move per solution, so no pair shows that."""
     by_task = {}  # task -> [(unmeasured solution, its move)]; measured ones make contrastive_pairs
     for e in examples:
         name = cudal1.solution_name(e["path"])
@@ -406,8 +407,7 @@ def solution_pairs(examples, speedups, n, fast):
             continue
         shown, _ = rng.choice(group)
         rest = [(e, move) for e, move in group if e is not shown]
-        answer, _ = rng.choice([(e, move) for e, move in rest if move in fast]
-                               or ([(shown, None)] if args.keep_shown else rest))
+        answer, _ = rng.choice([(e, move) for e, move in rest if move in fast] or rest)
         pairs.append((answer, [(read(task), cudal1.REFERENCE["speedup"]), (shown["code"], None)]))
     return rng.sample(pairs, min(n, len(pairs)))
 
@@ -455,7 +455,7 @@ if rpairs:
 spairs = solution_pairs(gen_examples, speedups or {}, args.solution_pairs, fast) if args.solution_pairs else []
 if spairs:
     say(f"{len(spairs)} contrastive pairs showing the reference and a teacher solution, not measured, "
-        f"answered by another, of a fast move where one is left, else {'the shown one' if args.keep_shown else 'any'}")
+        "answered by another, of a fast move where one is left, else any")
 
 TOKENIZER_GENERATED = 10000
 # ---- model: resume from --out, else start from --init, else a fresh tokenizer and model

@@ -222,7 +222,3 @@ def test_reference_pairs_teach_the_opening_prompt_of_a_fresh_task(tmp_path):
     p = subprocess.run(cmd[:-1] + ["0", "--solution-pairs", "100"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert f"{two} contrastive pairs showing the reference and a teacher" in p.stdout, p.stdout[-3000:] + p.stderr[-3000:]
     assert f"+ {two} contrastive pairs ({two} fit)" in p.stdout, p.stdout
-    # --keep-shown: the same pairs, those with no other fast move answered by the shown solution itself
-    p = subprocess.run(cmd[:-1] + ["0", "--solution-pairs", "100", "--keep-shown"], cwd=ROOT, capture_output=True,
-                       text=True, timeout=120)
-    assert f"{two} contrastive pairs showing the reference" in p.stdout and "else the shown one" in p.stdout, p.stdout
