@@ -100,7 +100,8 @@ train: setup
 # steps and ABLATION_MINUTES each, then results/learning-<gpu>.md (reward chart, held-out geomean per
 # run and its picture learning-<gpu>.svg, best speedups). The policy every run starts from is measured
 # on the held-out split once (out/rl-start, remade when out/sft changes) and that line is each run's step 0;
-# a seed costs ~2 x (ABLATION_MINUTES + one held-out evaluation)
+# a seed costs ~2 x (ABLATION_MINUTES + one held-out evaluation). Each run measures the split only at
+# its end (--held-out-every 1000): with its second try (--second-try) an evaluation costs about a minute
 ABLATION_MINUTES ?= 3
 SEEDS ?= 1
 .PHONY: rl-ablation
@@ -108,7 +109,7 @@ rl-ablation: setup out/rl-start/held_out.jsonl
 	for s in $(SEEDS); do for arm in contrastive plain; do d=out/rl-$$arm-s$$s; mkdir -p $$d; \
 	  test -f $$d/held_out.jsonl || cp out/rl-start/held_out.jsonl $$d/; \
 	  $(PYTHON) train_rl.py --init out/sft --out $$d --seed $$s $$([ $$arm = plain ] && echo --plain) \
-	    --time-limit $(ABLATION_MINUTES) $(RL_FLAGS) || exit 1; done; done
+	    --time-limit $(ABLATION_MINUTES) --held-out-every 1000 $(RL_FLAGS) || exit 1; done; done
 	$(PYTHON) bench/rl_report.py $(foreach s,$(SEEDS),out/rl-contrastive-s$(s) out/rl-plain-s$(s)) --out results/learning-$(or $(GPU),cpu).md
 
 out/rl-start/held_out.jsonl: out/sft/model.safetensors

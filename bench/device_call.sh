@@ -95,7 +95,7 @@ print(','.join(s for _, s in best.values()))")
             [ $((${CALL_SECONDS:-570} - SECONDS)) -lt "${ARM_SECONDS:-125}" ] && { echo "no time left for $a"; break; }
             mkdir -p $d; cp out/rl-start/held_out.jsonl $d/
             python3 train_rl.py --init out/sft --out $d --seed $s $([ $arm = plain ] && echo --plain) \
-              --time-limit "${ABLATION_MINUTES:-1}" ${RL_FLAGS:-} 2>&1 | tail -5
+              --time-limit "${ABLATION_MINUTES:-1}" --held-out-every 1000 ${RL_FLAGS:-} 2>&1 | tail -5
           done ;;
     probe)  # does the policy read a prompt that shows a solution? bench/exemplar_probe.py on out/sft, with the first
             # contrastive arm's tasks and bank, all prompts in one batch on the GPU -> results/PROBE_NAME.md (exemplar-probe-h200)

@@ -360,9 +360,15 @@ def test_two_gloo_ranks_gather_every_answer_and_keep_one_bank(tmp_path):
 def test_held_out_line_of_the_start_is_measured_once_and_reused(tmp_path):
     """make rl-ablation measures --init once (--steps 0) and gives every run that step-0 line."""
     run, out, prompts = rl_runner(tmp_path, fake_judge=True)
-    run(0, "--held-out-tasks", "1")
+    run(0, "--held-out-tasks", "1", "--max-new-tokens", "32")
     start = [json.loads(line) for line in open(out / "held_out.jsonl")]
-    assert [l["step"] for l in start] == [0] and start[0]["stats"]
+    assert [l["step"] for l in start] == [0] and set(start[0]["stats"]) == {"generated", "generated second try"}
+    # the second try: the contrastive prompt showing the first answer as measured (the reference at
+    # 1.00x, the slowest, is dropped first: this 2048-token block holds only one of them)
+    first, second = [eval(line) for line in open(prompts)]
+    assert "# Earlier solutions" not in first and "## Solution 1: speedup 1.50x" in second
+    assert "return x.clamp_min(0)" in second.split("# Earlier solutions")[1]  # the first answer's code
+    assert start[0]["stats"]["generated second try"]["geomean"] == start[0]["stats"]["generated"]["geomean"] == 1.5
     arm = tmp_path / "arm"
     arm.mkdir()
     shutil.copy(out / "held_out.jsonl", arm / "held_out.jsonl")
