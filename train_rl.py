@@ -376,11 +376,18 @@ def held_out_eval():
                            else []), key=lambda e: e[1]) for t, (src, rec) in first.items()}
         second = answer({t: cudal1.fit_prompt(tok, read(t), target, shown[t], args.max_new_tokens or 1,
                                               cfg.block_size)[0] for t in mine}, known=first)
-    results = [(t, first[t][1], second.get(t, (None, None))[1]) for t in mine]
+    results = [(t, first[t], second.get(t, (None, None))) for t in mine]
     if ddp:
         parts = [None] * world
         dist.all_gather_object(parts, results)
         results = [x for p in parts for x in p]
+    answers = []  # every answer with its verdict, for held_out_answers.jsonl
+    for t, *tries in results:
+        for attempt, (src, rec) in enumerate(tries[:1 + bool(args.second_try)], 1):
+            verdict = {k: rec.get(k) for k in ("status", "speedup", "err_vs_tol", "message")} if rec else \
+                {"status": "parse_error" if src is None else "not_judged"}
+            answers.append(dict(task=t, attempt=attempt, source=src, **verdict))
+    results = [(t, a[1], b[1]) for t, a, b in results]
     stats = {}
     for group, ts in held_groups.items():
         rows = [r for r in results if r[0] in ts]
@@ -389,7 +396,7 @@ def held_out_eval():
             both = cudal1.split_score([(t, a) for t, a, _ in rows] + [(t, b) for t, _, b in rows], ts)
             stats[f"{group} second try"] = {**both, "answers": len(rows),
                                             "correct": cudal1.split_score([(t, b) for t, _, b in rows], ts)["correct"]}
-    return stats
+    return stats, answers
 
 
 def log_held_out(step):
@@ -400,10 +407,12 @@ def log_held_out(step):
         say(f"held-out at step {step}: measured already ({held_path})")
         return 0.0
     t0 = time.time()
-    stats = held_out_eval()
+    stats, answers = held_out_eval()
     if master:
         with open(held_path, "a") as f:
             f.write(json.dumps(dict(step=step, stats=stats, seconds=round(time.time() - t0, 1))) + "\n")
+        with open(os.path.join(args.out, "held_out_answers.jsonl"), "a") as f:  # each answer, to read why it failed
+            f.writelines(json.dumps(dict(step=step, **a)) + "\n" for a in answers)
     say(f"held-out at step {step}: " + " | ".join(f"{g} {s['tasks']} tasks: correct {s['correct']:.0%}, geomean "
                                                   f"{s['geomean']:.2f}x" for g, s in stats.items())
         + f" ({time.time() - t0:.0f}s)")

@@ -369,6 +369,9 @@ def test_held_out_line_of_the_start_is_measured_once_and_reused(tmp_path):
     assert "# Earlier solutions" not in first and "## Solution 1: speedup 1.50x" in second
     assert "return x.clamp_min(0)" in second.split("# Earlier solutions")[1]  # the first answer's code
     assert start[0]["stats"]["generated second try"]["geomean"] == start[0]["stats"]["generated"]["geomean"] == 1.5
+    answers = [json.loads(line) for line in open(out / "held_out_answers.jsonl")]  # each answer and its verdict
+    assert [(a["step"], a["attempt"], a["status"], a["speedup"]) for a in answers] == [(0, 1, "ok", 1.5), (0, 2, "ok", 1.5)]
+    assert "clamp_min" in answers[1]["source"]
     arm = tmp_path / "arm"
     arm.mkdir()
     shutil.copy(out / "held_out.jsonl", arm / "held_out.jsonl")
