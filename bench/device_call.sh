@@ -80,7 +80,7 @@ print(','.join(s for _, s in best.values()))")
           # so one cut off by a call's end is not taken for a finished one
           if ! test -f out/sft/.complete && test -d carried/sft; then
             rm -rf out/sft out/rl-start; python3 bench/carry_checkpoint.py unpack carried/sft out/sft && touch out/sft/.complete
-            if test -f carried/rl-start/held_out.jsonl; then mkdir -p out/rl-start; cp carried/rl-start/held_out.jsonl out/rl-start/; fi
+            if test -f carried/rl-start/held_out.jsonl; then mkdir -p out/rl-start; cp carried/rl-start/held_out*.jsonl out/rl-start/; fi
           fi
           if ! test -f out/sft/.complete; then
             rm -rf out/rl-start; mkdir -p build
@@ -93,7 +93,7 @@ print(','.join(s for _, s in best.values()))")
             arm=${a%-*}; s=${a#*-}; d=out/rl-$arm-s$s${ARM_TAG:-}  # ARM_TAG (e.g. -lr1e-4) names a variant run with RL_FLAGS
             test -f $d/log.jsonl && continue
             [ $((${CALL_SECONDS:-570} - SECONDS)) -lt "${ARM_SECONDS:-125}" ] && { echo "no time left for $a"; break; }
-            mkdir -p $d; cp out/rl-start/held_out.jsonl $d/
+            mkdir -p $d; cp out/rl-start/held_out*.jsonl $d/
             python3 train_rl.py --init out/sft --out $d --seed $s $([ $arm = plain ] && echo --plain) \
               --time-limit "${ABLATION_MINUTES:-1}" --held-out-every 1000 ${RL_FLAGS:-} 2>&1 | tail -5
           done ;;

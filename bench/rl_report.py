@@ -37,6 +37,7 @@ def load(path):
     arm = "plain" if settings["plain"] else "contrastive"
     return dict(path=path, arm=arm, name=f"{arm} seed {settings['seed']}", log=jsonl(os.path.join(path, "log.jsonl")),
                 held=jsonl(os.path.join(path, "held_out.jsonl")), settings=settings,
+                answers=jsonl(os.path.join(path, "held_out_answers.jsonl")),
                 bank=cudal1.Bank(os.path.join(path, "bank.jsonl"), write=False))
 
 
@@ -190,6 +191,22 @@ if held:  # the split no training input touches, measured before the first updat
         md.append(f"| {r['name']} | " + " | ".join(
             f"{a['stats'][g]['geomean']:.2f}x -> {b['stats'][g]['geomean']:.2f}x ({b['stats'][g]['geomean'] / a['stats'][g]['geomean'] - 1:+.0%}) | "
             f"{a['stats'][g]['correct']:.0%} -> {b['stats'][g]['correct']:.0%}" for g in groups) + f" | {a['step']} -> {b['step']} |")
+    tries = [r for r in held if any(a["attempt"] == 2 for a in r["answers"])]
+    if tries:  # what the second answers did, at each run's first and last held-out measurement
+        md += ["", "Second tries (held_out_answers.jsonl): of the tasks, how many second answers were new code, "
+               "how many of those passed, and how many beat the first answer (a failed first counts as beaten "
+               "by any pass):", "", "| run | step | new code | of it correct | better than the first |", "|---|---|---|---|---|"]
+        for r in tries:
+            for step in sorted({a["step"] for a in r["answers"]} & {r["held"][0]["step"], r["held"][-1]["step"]}):
+                by = {}
+                for a in r["answers"]:
+                    if a["step"] == step:
+                        by.setdefault(a["task"], {})[a["attempt"]] = a
+                pairs = [(t[1], t[2]) for t in by.values() if 1 in t and 2 in t]
+                new = [(a, b) for a, b in pairs if b["source"] is not None and b["source"] != a["source"]]
+                ok = [(a, b) for a, b in new if b["status"] == "ok"]
+                better = [1 for a, b in ok if a["status"] != "ok" or b["speedup"] > a["speedup"]]
+                md.append(f"| {r['name']} | {step} | {len(new)} of {len(pairs)} | {len(ok)} | {len(better)} |")
     for arm in dict.fromkeys(r["arm"] for r in held):
         for g in [g for g in groups if g in (groups[0], f"{groups[0]} second try")]:
             mine = [r["held"][-1]["stats"][g]["geomean"] for r in held if r["arm"] == arm]

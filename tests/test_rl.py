@@ -405,11 +405,21 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
             + "\n" for s, _, rec in answers))
         (d / "bank.jsonl").write_text("".join(json.dumps(dict(step=s, task="levelG/1_X.py", source=src, record=rec))
                                               + "\n" for s, src, rec in answers))
+        stats = {g: dict(tasks=2, answers=2, correct=0.5, solved=1, geomean=1.1) for g in ("generated", "generated second try")}
+        (d / "held_out.jsonl").write_text("".join(json.dumps(dict(step=s, stats=stats)) + "\n" for s in (0, 3)))
+        if not plain:  # step 0: task A's second answer new code, faster; B's the first again. Step 3: A's new, failing
+            (d / "held_out_answers.jsonl").write_text("".join(json.dumps(dict(
+                step=s, task=t, attempt=n, source=src, status=st, speedup=sp)) + "\n" for s, t, n, src, st, sp in (
+                (0, "A", 1, fused, "ok", 1.2), (0, "A", 2, const, "ok", 1.5), (0, "B", 1, None, "parse_error", None),
+                (0, "B", 2, None, "parse_error", None), (3, "A", 1, fused, "ok", 1.2), (3, "A", 2, const, "incorrect", None))))
         runs.append(str(d))
     p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "rl_report.py"), *runs], cwd=ROOT,
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr[-2000:]
-    row = {line.split(" | ")[0]: line.split(" | ") for line in p.stdout.splitlines() if line.startswith("| ")}
+    row = {}  # each run's first row: the per-run table's
+    for line in p.stdout.splitlines():
+        if line.startswith("| "):
+            row.setdefault(line.split(" | ")[0], line.split(" | "))
     col = row["| run"].index("constant outputs, second half (correct)")
     assert row["| contrastive seed 1"][col] == "50% (0)"  # steps 2-3: one constant output, wrong
     assert row["| plain seed 1"][col] == "50% (1)"  # steps 2-3: one constant output, right
@@ -418,3 +428,5 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
     col = row["| run"].index("after a correct answer: same move / another (correct)")
     assert row["| contrastive seed 1"][col] == "33% (100%) / 67% (0%)"
     assert row["| plain seed 1"][col] == "67% (50%) / 33% (100%)"
+    second = [line for line in p.stdout.splitlines() if line.startswith("| contrastive seed 1 | ") and line.count("|") == 6]
+    assert second == ["| contrastive seed 1 | 0 | 1 of 2 | 1 | 1 |", "| contrastive seed 1 | 3 | 1 of 1 | 0 | 0 |"], p.stdout
