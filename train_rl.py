@@ -355,18 +355,22 @@ def held_out_eval():
     opts = dict(device=str(device) if ddp else device.type, jobs=args.judge_jobs or None, timeout=args.timeout)
 
     def answer(prompts, known=None):
-        """{task: (source or None, record or None)} of a greedy answer to each prompt; an answer that is
+        """{task: (source or None, record)} of a greedy answer to each prompt; an answer that is
         known[task]'s code again keeps its record: not timed twice (the better of two readings)."""
         fits = [t for t in prompts if len(prompts[t]) + (args.max_new_tokens or 1) <= cfg.block_size]
         g = torch.Generator(device).manual_seed(args.seed)
         rows = cudal1.generate(cudal1.sampling_model(model, dtype), [prompts[t] for t in fits], 1,
                                args.max_new_tokens or cfg.block_size, 0.0, 0, 1.0, g, tok.end_id,
                                bool(args.cuda_graphs)) if fits else []
-        sources = {t: cudal1.parse_answer(tok.decode(r[0]))[0] for t, r in zip(fits, rows)}
+        parsed = {t: cudal1.parse_answer(tok.decode(r[0])) for t, r in zip(fits, rows)}
+        sources = {t: src for t, (src, _) in parsed.items()}
         again = {t for t, src in sources.items() if src is not None and known and known[t][0] is not None
                  and cudal1.same_code(src) == cudal1.same_code(known[t][0])}
         pairs = [(t, src) for t, src in sources.items() if src is not None and t not in again]
         records = dict(zip([t for t, _ in pairs], evaluate.judge_many(pairs, **opts, **evaluate.SCREEN) if pairs else []))
+        records.update({t: evaluate.record("parse_error", why) for t, (src, why) in parsed.items() if src is None})
+        records.update({t: evaluate.record("parse_error", "the prompt leaves no room for an answer")
+                        for t in prompts if t not in parsed})
         return {t: known[t] if t in again else (sources.get(t), records.get(t)) for t in prompts}
 
     first = answer({t: tok.encode_prompt(cudal1.plain_prompt(read(t), target)) for t in mine})
@@ -384,9 +388,8 @@ def held_out_eval():
     answers = []  # every answer with its verdict, for held_out_answers.jsonl
     for t, *tries in results:
         for attempt, (src, rec) in enumerate(tries[:1 + bool(args.second_try)], 1):
-            verdict = {k: rec.get(k) for k in ("status", "speedup", "err_vs_tol", "message")} if rec else \
-                {"status": "parse_error" if src is None else "not_judged"}
-            answers.append(dict(task=t, attempt=attempt, source=src, **verdict))
+            answers.append(dict(task=t, attempt=attempt, source=src,
+                                **{k: rec.get(k) for k in ("status", "speedup", "err_vs_tol", "message")}))
     results = [(t, a[1], b[1]) for t, a, b in results]
     stats = {}
     for group, ts in held_groups.items():
