@@ -6,6 +6,10 @@ set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
+# results/, logs and out/ (no weights; out/*/generated, 274 MB at --generated 20000, the same seeds write
+# again anywhere) packed into $OUT: at the end, and after each RL arm, so a call cut off by its time
+# limit (whose $OUT still comes back) keeps every arm it finished
+pack() { tar czf "$OUT/results${TAG:-}.tgz" --exclude='*.safetensors' --exclude='out/*/generated' results build/logs build/sft.log out 2>/dev/null; }
 for step in "$@"; do
   echo "=== $step $(date +%T)"
   case $step in
@@ -96,6 +100,7 @@ print(','.join(s for _, s in best.values()))")
             mkdir -p $d; cp out/rl-start/held_out*.jsonl $d/
             python3 train_rl.py --init out/sft --out $d --seed $s $([ $arm = plain ] && echo --plain) \
               --time-limit "${ABLATION_MINUTES:-1}" --held-out-every 1000 ${RL_FLAGS:-} 2>&1 | tail -5
+            pack
           done ;;
     probe)  # does the policy read a prompt that shows a solution? bench/exemplar_probe.py on out/sft, with the first
             # contrastive arm's tasks and bank, all prompts in one batch on the GPU -> results/PROBE_NAME.md (exemplar-probe-h200)
@@ -113,6 +118,5 @@ print(','.join(s for _, s in best.values()))")
     *) echo "unknown step $step" ;;
   esac
 done
-# out/*/generated (274 MB at --generated 20000) is left behind: the same seeds write it again anywhere
-tar czf "$OUT/results${TAG:-}.tgz" --exclude='*.safetensors' --exclude='out/*/generated' results build/logs build/sft.log out 2>/dev/null
+pack
 echo "=== done $(date +%T)"
