@@ -288,13 +288,9 @@ def conv_3xtf32(conv, x, weight, bias=None, **kw):
     if kw.get("groups", 1) != 1:
         raise ValueError("conv_3xtf32: groups=1 only (the three products are stacked as input channels)")
     wh, wl = tf32_split(weight)
+    cin = 0 if conv in (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d) else 1  # weight's input-channel dim
     with cudnn_tf32():
-        return conv(tf32_stack(x), torch.cat([wh, wl, wh], _cin(conv)), bias, **kw)
-
-
-def _cin(conv):
-    """The input-channel dim of a torch.nn.functional convolution's weight."""
-    return 0 if conv in (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d) else 1
+        return conv(tf32_stack(x), torch.cat([wh, wl, wh], cin), bias, **kw)
 
 
 @contextlib.contextmanager

@@ -746,12 +746,8 @@ def test_conv_3xtf32_is_the_convolution_and_its_split_is_exact():
 @pytest.mark.gpu
 def test_gpu_conv_3xtf32_meets_the_strict_check_that_one_tf32_conv_misses():
     x, w, b, kw, want = conv_case("cuda")
-    flag = torch.backends.cudnn.allow_tf32
-    torch.backends.cudnn.allow_tf32 = True
-    try:
+    with cudal1.cudnn_tf32():
         one = F.conv_transpose3d(x, w, b, **kw)
-    finally:
-        torch.backends.cudnn.allow_tf32 = flag
     three = cudal1.conv_3xtf32(F.conv_transpose3d, x, w, b, **kw)
     print("err/tol: one TF32 conv", evaluate._compare(one, want, evaluate.STRICT)[2],
           "3xTF32", evaluate._compare(three, want, evaluate.STRICT)[2])
