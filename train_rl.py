@@ -380,25 +380,24 @@ def held_out_eval():
                            else []), key=lambda e: e[1]) for t, (src, rec) in first.items()}
         second = answer({t: cudal1.fit_prompt(tok, read(t), target, shown[t], args.max_new_tokens or 1,
                                               cfg.block_size)[0] for t in mine}, known=first)
-    results = [(t, first[t], second.get(t, (None, None))) for t in mine]
+    results = [(t, first[t], second.get(t)) for t in mine]  # (task, (source, record), the second try's or None)
     if ddp:
         parts = [None] * world
         dist.all_gather_object(parts, results)
         results = [x for p in parts for x in p]
     answers = []  # every answer with its verdict, for held_out_answers.jsonl
     for t, *tries in results:
-        for attempt, (src, rec) in enumerate(tries[:1 + bool(args.second_try)], 1):
+        for attempt, (src, rec) in enumerate(filter(None, tries), 1):
             answers.append(dict(task=t, attempt=attempt, source=src,
                                 **{k: rec.get(k) for k in ("status", "speedup", "err_vs_tol", "message")}))
-    results = [(t, a[1], b[1]) for t, a, b in results]
     stats = {}
     for group, ts in held_groups.items():
-        rows = [r for r in results if r[0] in ts]
-        stats[group] = cudal1.split_score([(t, a) for t, a, _ in rows], ts)
-        if args.second_try:
-            both = cudal1.split_score([(t, a) for t, a, _ in rows] + [(t, b) for t, _, b in rows], ts)
-            stats[f"{group} second try"] = {**both, "answers": len(rows),
-                                            "correct": cudal1.split_score([(t, b) for t, _, b in rows], ts)["correct"]}
+        ones = [(t, a[1]) for t, a, _ in results if t in ts]
+        twos = [(t, b[1]) for t, _, b in results if t in ts and b]
+        stats[group] = cudal1.split_score(ones, ts)
+        if args.second_try:  # the better of the two answers per task; correct: of the second answers
+            stats[f"{group} second try"] = {**cudal1.split_score(ones + twos, ts), "answers": len(twos),
+                                            "correct": cudal1.split_score(twos, ts)["correct"]}
     return stats, answers
 
 

@@ -152,10 +152,10 @@ for r in runs:
     rate = lambda k: sum(l[k] * m for l, m in zip(log, n)) / max(1, sum(n))
     half = max(1, steps // 2)
     given = {t: r["bank"].sources(t, given=True) for t in r["bank"].entries}
-    good = [e for es in r["bank"].entries.values() for e in es  # one entry per parsed answer
-            if 0 <= e["step"] < steps and e["record"].get("correct")]
+    parsed = [e for es in r["bank"].entries.values() for e in es if 0 <= e["step"] < steps]  # one entry per parsed answer
+    good = [e for e in parsed if e["record"].get("correct")]
     copies = sum(cudal1.same_code(e["source"]) in given[e["task"]] for e in good) / max(1, len(good))
-    late = [e for es in r["bank"].entries.values() for e in es if half <= e["step"] < steps]  # parsed answers
+    late = [e for e in parsed if e["step"] >= half]
     const = [e for e in late if "constant_output" in cudal1.moves_shown(e["source"])]
     md.append(f"| {r['name']} | {sum(n)} | {rate('parsed'):.0%} | {rate('compiled'):.0%} | {rate('correct'):.0%} | "
               f"{copies:.0%} | "
@@ -163,7 +163,7 @@ for r in runs:
               f"{statistics.mean(l['reward_mean'] for l in log[half:] or log):+.2f} | "
               f"{composed(log[:half], n[:half]):.0%} -> {composed(log[half:] or log, n[half:] or n):.0%} | "
               f"{len(const) / max(1, len(late)):.0%} ({sum(bool(e['record'].get('correct')) for e in const)}) | "
-              f"{keep_or_switch([e for es in r['bank'].entries.values() for e in es if 0 <= e['step'] < steps])} | "
+              f"{keep_or_switch(parsed)} | "
               f"{statistics.mean(l['exemplars'] for l in log):.1f} |")
 md += ["", "Reward: clip(log2 speedup, -1, 3) for a correct answer, -2 for any failure (cudal1.reward).", "",
        "```text", chart({arm: [statistics.mean(r["log"][i]["reward_mean"] for r in runs if r["arm"] == arm)
