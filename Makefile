@@ -101,7 +101,8 @@ train: setup
 # run and its picture learning-<gpu>.svg, best speedups). The policy every run starts from is measured
 # on the held-out split once (out/rl-start, remade when out/sft changes) and that line is each run's step 0;
 # a seed costs ~2 x (ABLATION_MINUTES + one held-out evaluation). Each run measures the split only at
-# its end (--held-out-every 1000): with its second try (--second-try) an evaluation costs about a minute
+# its end (--held-out-every 1000): with its second try (--second-try) and that try's control
+# (--resample: a second answer to the plain prompt, sampled) an evaluation costs about 1.5 minutes
 ABLATION_MINUTES ?= 3
 SEEDS ?= 1
 .PHONY: rl-ablation
@@ -109,12 +110,12 @@ rl-ablation: setup out/rl-start/held_out.jsonl
 	for s in $(SEEDS); do for arm in contrastive plain; do d=out/rl-$$arm-s$$s; mkdir -p $$d; \
 	  test -f $$d/held_out.jsonl || cp out/rl-start/held_out*.jsonl $$d/; \
 	  $(PYTHON) train_rl.py --init out/sft --out $$d --seed $$s $$([ $$arm = plain ] && echo --plain) \
-	    --time-limit $(ABLATION_MINUTES) --held-out-every 1000 $(RL_FLAGS) || exit 1; done; done
+	    --time-limit $(ABLATION_MINUTES) --held-out-every 1000 --resample 1 $(RL_FLAGS) || exit 1; done; done
 	$(PYTHON) bench/rl_report.py $(foreach s,$(SEEDS),out/rl-contrastive-s$(s) out/rl-plain-s$(s)) --out results/learning-$(or $(GPU),cpu).md
 
 out/rl-start/held_out.jsonl: out/sft/model.safetensors
 	rm -rf out/rl-start
-	$(PYTHON) train_rl.py --init out/sft --out out/rl-start --steps 0 $(RL_FLAGS)
+	$(PYTHON) train_rl.py --init out/sft --out out/rl-start --steps 0 --resample 1 $(RL_FLAGS)
 
 # ---- pattern rules: one native source -> one pybind11 module named k<stem>
 # CUDART=shared links the CUDA runtime torch has already loaded instead of a private static copy.

@@ -111,6 +111,9 @@ parser.add_argument("--held-out-every", type=int, default=10, help="steps betwee
 parser.add_argument("--second-try", type=int, default=1, help="1: each held-out task also gets a second greedy "
                     "answer, to the contrastive prompt its bank would give (the reference at 1.00x, and the first "
                     "answer with its measured speedup when it passed): the groups '... second try'; 0: off")
+parser.add_argument("--resample", type=int, default=0, help="1: each held-out task also gets an answer to the plain "
+                    "prompt sampled at --temperature, the groups '... resampled' (the better of it and the first): "
+                    "the second try's control, a second answer that saw nothing of the first")
 # ---- run
 parser.add_argument("--out", default="out/rl", help="checkpoint, bank and logs; resumed when it holds a checkpoint")
 parser.add_argument("--device", default="", help="cuda or cpu; empty: cuda if present ($CUDAL1_DEVICE overrides)")
@@ -350,18 +353,20 @@ def held_out_eval():
     contrastive prompt a stage-3 bank would hold for it after that answer (the reference at 1.00x,
     and the first answer with its measured speedup if it passed), scored by the better of the two
     answers (correct: the share of second answers that pass). That is what contrastive RL trains:
-    using a measured attempt on a task never seen. Nothing of it enters the bank or the loss."""
+    using a measured attempt on a task never seen. With --resample, '{group} resampled' scores the
+    better of the first answer and one sampled to the same plain prompt: what a second answer earns
+    without seeing the first. Nothing of it enters the bank or the loss."""
     mine = [t for ts in held_groups.values() for t in ts][rank::world]
     opts = dict(device=str(device) if ddp else device.type, jobs=args.judge_jobs or None, timeout=args.timeout)
 
-    def answer(prompts, known=None):
-        """{task: (source or None, record)} of a greedy answer to each prompt; an answer that is
-        known[task]'s code again keeps its record: not timed twice (the better of two readings)."""
+    def answer(prompts, known=None, temperature=0.0):
+        """{task: (source or None, record)} of an answer to each prompt (greedy at temperature 0); an
+        answer that is known[task]'s code again keeps its record: not timed twice (the better of two readings)."""
         fits = [t for t in prompts if len(prompts[t]) + (args.max_new_tokens or 1) <= cfg.block_size]
         g = torch.Generator(device).manual_seed(args.seed)
         rows = cudal1.generate(cudal1.sampling_model(model, dtype), [prompts[t] for t in fits], 1,
-                               args.max_new_tokens or cfg.block_size, 0.0, 0, 1.0, g, tok.end_id,
-                               bool(args.cuda_graphs)) if fits else []
+                               args.max_new_tokens or cfg.block_size, temperature, args.top_k if temperature else 0,
+                               args.top_p if temperature else 1.0, g, tok.end_id, bool(args.cuda_graphs)) if fits else []
         parsed = {t: cudal1.parse_answer(tok.decode(r[0])) for t, r in zip(fits, rows)}
         sources = {t: src for t, (src, _) in parsed.items()}
         again = {t for t, src in sources.items() if src is not None and known and known[t][0] is not None
@@ -373,30 +378,35 @@ def held_out_eval():
                         for t in prompts if t not in parsed})
         return {t: known[t] if t in again else (sources.get(t), records.get(t)) for t in prompts}
 
-    first = answer({t: tok.encode_prompt(cudal1.plain_prompt(read(t), target)) for t in mine})
-    second = {}
+    plain = {t: tok.encode_prompt(cudal1.plain_prompt(read(t), target)) for t in mine}
+    first = answer(plain)
+    second, resampled = {}, {}
     if args.second_try:
         shown = {t: sorted([(read(t), cudal1.REFERENCE["speedup"])] + ([(src, rec["speedup"])] if rec and rec.get("correct")
                            else []), key=lambda e: e[1]) for t, (src, rec) in first.items()}
         second = answer({t: cudal1.fit_prompt(tok, read(t), target, shown[t], args.max_new_tokens or 1,
                                               cfg.block_size)[0] for t in mine}, known=first)
-    results = [(t, first[t], second.get(t)) for t in mine]  # (task, (source, record), the second try's or None)
+    if args.resample:
+        resampled = answer(plain, known=first, temperature=args.temperature)
+    # (task, (source, record), the second try's or None, the resampled answer's or None)
+    results = [(t, first[t], second.get(t), resampled.get(t)) for t in mine]
     if ddp:
         parts = [None] * world
         dist.all_gather_object(parts, results)
         results = [x for p in parts for x in p]
     answers = []  # every answer with its verdict, for held_out_answers.jsonl
-    for t, *tries in results:
-        for attempt, (src, rec) in enumerate(filter(None, tries), 1):
+    for t, *tries in results:  # attempt 1: the first answer, 2: the second try, 3: the resampled one
+        for attempt, (src, rec) in ((i, a) for i, a in enumerate(tries, 1) if a):
             answers.append(dict(task=t, attempt=attempt, source=src,
                                 **{k: rec.get(k) for k in ("status", "speedup", "err_vs_tol", "message")}))
     stats = {}
     for group, ts in held_groups.items():
-        ones = [(t, a[1]) for t, a, _ in results if t in ts]
-        twos = [(t, b[1]) for t, _, b in results if t in ts and b]
+        ones = [(t, a[1]) for t, a, *_ in results if t in ts]
         stats[group] = cudal1.split_score(ones, ts)
-        if args.second_try:  # the better of the two answers per task; correct: of the second answers
-            stats[f"{group} second try"] = {**cudal1.split_score(ones + twos, ts), "answers": len(twos),
+        for i, name in ((2, "second try"), (3, "resampled")):  # the better of two answers per task; correct: of the other
+            twos = [(t, r[i][1]) for r in results if r[0] in ts and r[i]]
+            if twos:
+                stats[f"{group} {name}"] = {**cudal1.split_score(ones + twos, ts), "answers": len(twos),
                                             "correct": cudal1.split_score(twos, ts)["correct"]}
     return stats, answers
 

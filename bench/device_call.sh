@@ -92,14 +92,14 @@ print(','.join(s for _, s in best.values()))")
               --report "results/curriculum-h200-${SFT_TAG:-stage1}" > build/sft.log 2>&1; tail -12 build/sft.log
             test -f out/sft/report.json && touch out/sft/.complete && python3 bench/carry_checkpoint.py pack out/sft "$OUT/sft"
           fi
-          test -f out/rl-start/held_out.jsonl || python3 train_rl.py --init out/sft --out out/rl-start --steps 0 2>&1 | tail -4
+          test -f out/rl-start/held_out.jsonl || python3 train_rl.py --init out/sft --out out/rl-start --steps 0 --resample 1 2>&1 | tail -4
           for a in ${ARMS:-contrastive-1 plain-1}; do
             arm=${a%-*}; s=${a#*-}; d=out/rl-$arm-s$s${ARM_TAG:-}  # ARM_TAG (e.g. -lr1e-4) names a variant run with RL_FLAGS
             test -f $d/log.jsonl && continue
             [ $((${CALL_SECONDS:-570} - SECONDS)) -lt "${ARM_SECONDS:-125}" ] && { echo "no time left for $a"; break; }
             mkdir -p $d; cp out/rl-start/held_out*.jsonl $d/
             python3 train_rl.py --init out/sft --out $d --seed $s $([ $arm = plain ] && echo --plain) \
-              --time-limit "${ABLATION_MINUTES:-1}" --held-out-every 1000 ${RL_FLAGS:-} 2>&1 | tail -5
+              --time-limit "${ABLATION_MINUTES:-1}" --held-out-every 1000 --resample 1 ${RL_FLAGS:-} 2>&1 | tail -5
             pack
           done ;;
     probe)  # does the policy read a prompt that shows a solution? bench/exemplar_probe.py on out/sft, with the first

@@ -184,6 +184,9 @@ if held:  # the split no training input touches, measured before the first updat
            "second greedy one to the contrastive prompt its bank would then hold (the reference at 1.00x and the "
            "first answer as measured, when it passed); its correct is the share of second answers that pass.", ""]
              if any(g.endswith(" second try") for g in groups) else []),
+           *(["A group's resampled (train_rl.py --resample) is its control: the better of the first answer and one "
+              "sampled to the same plain prompt at the run's temperature, which saw nothing of the first.", ""]
+             if any(g.endswith(" resampled") for g in groups) else []),
            "| run | " + " | ".join(f"{g}: geomean first -> last | correct first -> last" for g in groups) + " | steps |",
            "|---|" + "---|---|" * len(groups) + "---|"]
     for r in held:
@@ -191,24 +194,28 @@ if held:  # the split no training input touches, measured before the first updat
         md.append(f"| {r['name']} | " + " | ".join(
             f"{a['stats'][g]['geomean']:.2f}x -> {b['stats'][g]['geomean']:.2f}x ({b['stats'][g]['geomean'] / a['stats'][g]['geomean'] - 1:+.0%}) | "
             f"{a['stats'][g]['correct']:.0%} -> {b['stats'][g]['correct']:.0%}" for g in groups) + f" | {a['step']} -> {b['step']} |")
-    tries = [r for r in held if any(a["attempt"] == 2 for a in r["answers"])]
-    if tries:  # what the second answers did, at each run's first and last held-out measurement
-        md += ["", "Second tries (held_out_answers.jsonl): of the tasks, how many second answers were new code, "
-               "how many of those passed, and how many beat the first answer (a failed first counts as beaten "
-               "by any pass):", "", "| run | step | new code | of it correct | better than the first |", "|---|---|---|---|---|"]
+    tries = [r for r in held if any(a["attempt"] > 1 for a in r["answers"])]
+    if tries:  # what the second (and resampled) answers did, at each run's first and last held-out measurement
+        md += ["", "Second answers (held_out_answers.jsonl): of the tasks, how many second tries (and resampled "
+               "answers) were new code, how many of those passed, and how many beat the first answer (a failed "
+               "first counts as beaten by any pass):", "",
+               "| run | step | answer | new code | of it correct | better than the first |", "|---|---|---|---|---|---|"]
         for r in tries:
             for step in sorted({a["step"] for a in r["answers"]} & {r["held"][0]["step"], r["held"][-1]["step"]}):
                 by = {}
                 for a in r["answers"]:
                     if a["step"] == step:
                         by.setdefault(a["task"], {})[a["attempt"]] = a
-                pairs = [(t[1], t[2]) for t in by.values() if 1 in t and 2 in t]
-                new = [(a, b) for a, b in pairs if b["source"] is not None and b["source"] != a["source"]]
-                ok = [(a, b) for a, b in new if b["status"] == "ok"]
-                better = [1 for a, b in ok if a["status"] != "ok" or b["speedup"] > a["speedup"]]
-                md.append(f"| {r['name']} | {step} | {len(new)} of {len(pairs)} | {len(ok)} | {len(better)} |")
+                for i, name in ((2, "second try"), (3, "resampled")):
+                    pairs = [(t[1], t[i]) for t in by.values() if 1 in t and i in t]
+                    if not pairs:
+                        continue
+                    new = [(a, b) for a, b in pairs if b["source"] is not None and b["source"] != a["source"]]
+                    ok = [(a, b) for a, b in new if b["status"] == "ok"]
+                    better = [1 for a, b in ok if a["status"] != "ok" or b["speedup"] > a["speedup"]]
+                    md.append(f"| {r['name']} | {step} | {name} | {len(new)} of {len(pairs)} | {len(ok)} | {len(better)} |")
     for arm in dict.fromkeys(r["arm"] for r in held):
-        for g in [g for g in groups if g in (groups[0], f"{groups[0]} second try")]:
+        for g in [g for g in groups if g in (groups[0], f"{groups[0]} second try", f"{groups[0]} resampled")]:
             mine = [r["held"][-1]["stats"][g]["geomean"] for r in held if r["arm"] == arm]
             md.append(f"\n{arm}: mean over {len(mine)} seed(s) of the last {g} geomean {statistics.mean(mine):.2f}x")
     if args.out:

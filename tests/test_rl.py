@@ -207,6 +207,8 @@ def fake_generate(model, batch, num_samples=1, max_new_tokens=512, temperature=1
                   generator=None, end_id=None, graph=False):
     with open({prompts!r}, "a") as f:
         f.writelines(repr(tok.decode(p)) + "\\n" for p in batch)
+    with open({prompts!r} + ".temperature", "a") as f:  # one line per call
+        f.write(str(temperature) + "\\n")
     return [[tok.encode_answer(GOOD if i % 2 == 0 else BAD) for i in range(num_samples)] for p in batch]
 
 cudal1.generate = fake_generate
@@ -360,17 +362,21 @@ def test_two_gloo_ranks_gather_every_answer_and_keep_one_bank(tmp_path):
 def test_held_out_line_of_the_start_is_measured_once_and_reused(tmp_path):
     """make rl-ablation measures --init once (--steps 0) and gives every run that step-0 line."""
     run, out, prompts = rl_runner(tmp_path, fake_judge=True)
-    run(0, "--held-out-tasks", "1", "--max-new-tokens", "32")
+    run(0, "--held-out-tasks", "1", "--max-new-tokens", "32", "--resample", "1")
     start = [json.loads(line) for line in open(out / "held_out.jsonl")]
-    assert [l["step"] for l in start] == [0] and set(start[0]["stats"]) == {"generated", "generated second try"}
+    assert [l["step"] for l in start] == [0]
+    assert set(start[0]["stats"]) == {"generated", "generated second try", "generated resampled"}
     # the second try: the contrastive prompt showing the first answer as measured (the reference at
-    # 1.00x, the slowest, is dropped first: this 2048-token block holds only one of them)
-    first, second = [eval(line) for line in open(prompts)]
-    assert "# Earlier solutions" not in first and "## Solution 1: speedup 1.50x" in second
+    # 1.00x, the slowest, is dropped first: this 2048-token block holds only one of them); the
+    # resampled answer: the first's plain prompt again, sampled at the run's temperature
+    first, second, third = [eval(line) for line in open(prompts)]
+    assert "# Earlier solutions" not in first and "## Solution 1: speedup 1.50x" in second and third == first
     assert "return x.clamp_min(0)" in second.split("# Earlier solutions")[1]  # the first answer's code
+    assert [float(t) for t in open(prompts + ".temperature")] == [0.0, 0.0, 0.8]
     assert start[0]["stats"]["generated second try"]["geomean"] == start[0]["stats"]["generated"]["geomean"] == 1.5
     answers = [json.loads(line) for line in open(out / "held_out_answers.jsonl")]  # each answer and its verdict
-    assert [(a["step"], a["attempt"], a["status"], a["speedup"]) for a in answers] == [(0, 1, "ok", 1.5), (0, 2, "ok", 1.5)]
+    assert [(a["step"], a["attempt"], a["status"], a["speedup"]) for a in answers] == \
+        [(0, 1, "ok", 1.5), (0, 2, "ok", 1.5), (0, 3, "ok", 1.5)]
     assert "clamp_min" in answers[1]["source"]
     arm = tmp_path / "arm"
     arm.mkdir()
@@ -411,7 +417,8 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
             (d / "held_out_answers.jsonl").write_text("".join(json.dumps(dict(
                 step=s, task=t, attempt=n, source=src, status=st, speedup=sp)) + "\n" for s, t, n, src, st, sp in (
                 (0, "A", 1, fused, "ok", 1.2), (0, "A", 2, const, "ok", 1.5), (0, "B", 1, None, "parse_error", None),
-                (0, "B", 2, None, "parse_error", None), (3, "A", 1, fused, "ok", 1.2), (3, "A", 2, const, "incorrect", None))))
+                (0, "B", 2, None, "parse_error", None), (0, "A", 3, fused, "ok", 1.2), (0, "B", 3, const, "ok", 1.1),
+                (3, "A", 1, fused, "ok", 1.2), (3, "A", 2, const, "incorrect", None))))
         runs.append(str(d))
     p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "rl_report.py"), *runs], cwd=ROOT,
                        capture_output=True, text=True, timeout=60)
@@ -428,5 +435,9 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
     col = row["| run"].index("after a correct answer: same move / another (correct)")
     assert row["| contrastive seed 1"][col] == "33% (100%) / 67% (0%)"
     assert row["| plain seed 1"][col] == "67% (50%) / 33% (100%)"
-    second = [line for line in p.stdout.splitlines() if line.startswith("| contrastive seed 1 | ") and line.count("|") == 6]
-    assert second == ["| contrastive seed 1 | 0 | 1 of 2 | 1 | 1 |", "| contrastive seed 1 | 3 | 1 of 1 | 0 | 0 |"], p.stdout
+    # second answers: at step 0 A's second try new and faster, B's unparsed; A's resampled answer its first
+    # code again, B's new and passing (beats a failed first); at step 3 A's second try new, failing
+    second = [line for line in p.stdout.splitlines() if line.startswith("| contrastive seed 1 | ")
+              and line.split(" | ")[2] in ("second try", "resampled")]
+    assert second == ["| contrastive seed 1 | 0 | second try | 1 of 2 | 1 | 1 |", "| contrastive seed 1 | 0 | resampled | 1 of 2 | 1 | 1 |",
+                      "| contrastive seed 1 | 3 | second try | 1 of 1 | 0 | 0 |"], p.stdout
