@@ -1124,8 +1124,9 @@ def split_score(records, tasks):
 HEADERS = ("## Performance Analysis", "## Algorithm Design", "## Code Implementation")
 ANSWER_FORMAT = (f"Answer in three sections: {HEADERS[0]} (what limits the speed), "
                  f"{HEADERS[1]} (what the new version does instead), and {HEADERS[2]} "
-                 "(one ```python block: a complete module defining class ModelNew with Model's "
-                 "constructor arguments and forward semantics).")
+                 "(one ```python block defining class ModelNew with Model's constructor arguments and "
+                 "forward semantics; it runs after the program above, so ModelNew may subclass Model "
+                 "and keep its constructor).")
 
 
 def fit_prompt(tok, task_source, device_name, shown, room, block_size):

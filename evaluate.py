@@ -84,11 +84,16 @@ class JudgeError(Exception):
 # -----------------------------------------------------------------------------
 # finding tasks and solutions
 
-def load_module(path, name):
-    """Import a Python file under a private name (never registered in sys.modules)."""
+def load_module(path, name, scope=None):
+    """Import a Python file under a private name (never registered in sys.modules). With `scope` (a
+    task's module) the file runs after a copy of that module's names, as if appended to the task:
+    a solution may write `class ModelNew(Model)` and keep the task's constructor, and rebinding a
+    name in the copy (batch_size = 1) changes nothing the task's own functions read."""
     import importlib.util
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
+    if scope is not None:
+        module.__dict__.update((k, v) for k, v in vars(scope).items() if not k.startswith("__"))
     spec.loader.exec_module(module)
     return module
 
@@ -488,7 +493,7 @@ class Worker:
         self.check = self.check_rules
         self.new = None
         if sol_path is not None:
-            sol = load_module(os.path.abspath(sol_path), "solution_under_judgement")  # may build native code
+            sol = load_module(os.path.abspath(sol_path), "solution_under_judgement", scope=self.task)  # may build native code
             if not hasattr(sol, "ModelNew"):
                 raise JudgeError(f"solution {sol_path} defines no ModelNew")
             torch.manual_seed(opts["seed"])

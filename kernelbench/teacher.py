@@ -37,8 +37,9 @@ finding the composition is what search and RL are for. How each move is written:
 Folds are computed in forward from the live parameters and cached until one changes (an in-place
 update bumps a tensor's _version, a new tensor has a new data_ptr); the judge loads the reference's
 state into ModelNew after constructing it, so nothing may be precomputed in __init__. Every
-solution keeps Model's constructor, parameters and parameter names, and runs a conv head with TF32
-off: the judge checks against true fp32, and eager lets cuDNN use TF32.
+solution is `class ModelNew(Model)`: it inherits Model's constructor, parameters and parameter names
+(the judge runs a solution after its task's program) and overrides forward. A conv head runs with
+TF32 off: the judge checks against true fp32, and eager lets cuDNN use TF32.
 
     solutions(task_source, meta) -> [(move, solution_source)]   one per move the teacher can write
 """
@@ -71,8 +72,8 @@ POOLS = {"max_pool", "avg_pool"}
 # reading a task: its spec, and the lines of its source that a solution keeps
 
 class Task:
-    """A generated task as the teacher sees it: spec, states (gen.trace), sites (gen.moves), the
-    __init__ block of its Model, and its forward lines (head, residual, one per op)."""
+    """A generated task as the teacher sees it: spec, states (gen.trace), sites (gen.moves) and the
+    lines of its Model's forward (head, residual, one per op)."""
 
     def __init__(self, task_source, meta):
         self.spec = gen.draw(meta["seed"], meta["size"])
@@ -84,7 +85,6 @@ class Task:
         lines = task_source.split("\n")
         start = lines.index("class Model(nn.Module):") + 1
         fwd = next(i for i in range(start, len(lines)) if lines[i].startswith("    def forward("))
-        self.init = lines[start:fwd - 1]  # from "def __init__" to the blank line before forward
         self.args = lines[fwd][len("    def forward(self, "):-2]  # "x" or "x, y"
         body = lines[fwd + 1:lines.index("        return x", fwd)]
         body = [line[8:] for line in body]
@@ -348,7 +348,7 @@ def merge_affine(t):
     method = _cached(t, "merged", "Each run of affine ops as one x * a + b (a, b per channel, or scalars).",
                      lines, result, consts, device=True)
     return dict(forward=_forward(t, replace=replace, pre=[f"{result} = self.merged(x)"]), methods=method,
-                init=["self._key = None  # merged()'s cache"], runs=runs)
+                init=["_key = None  # merged()'s cache"], runs=runs)
 
 
 def fold_scale_into_weights(t):
@@ -380,7 +380,7 @@ def fold_scale_into_weights(t):
                      lines, ", ".join(result), consts)
     fwd = _forward(t, replace=replace, head=_head(t, t.head_call("w", bias)),
                    pre=[f"{', '.join(result)} = self.folded()"])
-    return dict(forward=fwd, methods=method, init=["self._key = None  # folded()'s cache"], muls=muls, moved=moved)
+    return dict(forward=fwd, methods=method, init=["_key = None  # folded()'s cache"], muls=muls, moved=moved)
 
 
 def fold_bias(t):
@@ -404,7 +404,7 @@ def fold_bias(t):
             "A bias for the matmul (it has none) holding the adds after it.")
     method = _cached(t, "folded", what, lines, "b", consts)
     fwd = _forward(t, replace={i: [] for i in adds}, head=_head(t, t.head_call(t.weight(), "self.folded()")))
-    return dict(forward=fwd, methods=method, init=["self._key = None  # folded()'s cache"], adds=adds, stop=stop)
+    return dict(forward=fwd, methods=method, init=["_key = None  # folded()'s cache"], adds=adds, stop=stop)
 
 
 def fold_reduction(t):
@@ -432,7 +432,7 @@ def fold_reduction(t):
     if not red["keepdim"]:
         fwd.append(f"x = x.squeeze(1)  # {_fmt(('B',) + t.shape(n + 1)[1:])}")
     fwd += t.op_lines[n + 1:]
-    return dict(forward=fwd, methods=method, init=["self._key = None  # folded()'s cache"], n=n)
+    return dict(forward=fwd, methods=method, init=["_key = None  # folded()'s cache"], n=n)
 
 
 # -----------------------------------------------------------------------------
@@ -1036,17 +1036,21 @@ def _source(t, move, sol):
     rng = random.Random(f"teacher:{t.seed}:{move}")
     methods = sol.get("methods", [])
     fwd = sol["forward"] + ([] if sol["forward"][-1].startswith("return") else ["return x"])  # never empty
-    code = "\n".join(t.init + methods + fwd)
+    code = "\n".join(methods + fwd)
     lines = _docstring(DOCS[move](t, sol, rng), 0)
     lines += ["import math"] if "math." in code else []
-    lines += ["import torch", "import torch.nn as nn"]
+    lines += ["import torch"]
     lines += ["import torch.nn.functional as F"] if "F." in code else []
     if "cuda" in sol:
         lines += ["", "import cudal1", "", 'CUDA_SRC = r"""', sol["cuda"], '"""', "", "_k = cudal1.load_cuda(CUDA_SRC)"]
-    lines += ["", "", "class ModelNew(nn.Module):"] + t.init + ["        " + s for s in sol.get("init", [])]
+    # Model's constructor, parameters and names are kept by inheriting them: the judge runs a
+    # solution after its task's program (evaluate.load_module's scope), so the answer never restates
+    # the constructor (restating it was what small policies got wrong, results/curriculum-cpu-g8000.md)
+    lines += ["", "", "class ModelNew(Model):"] + ["    " + s for s in sol.get("init", [])]
     for m in [methods] if methods else []:
         lines += [""] + ["    " + s if s else "" for s in m]
-    lines += ["", f"    def forward(self, {t.args}):"]
+    lines += [""] if lines[-1] != "class ModelNew(Model):" else []
+    lines += [f"    def forward(self, {t.args}):"]
     lines += [w for s in fwd for w in _wrap(s, "        ")]
     return "\n".join(lines) + "\n"
 

@@ -183,6 +183,14 @@ CASES = {  # name -> (solution source, expected status)
                 return torch.zeros(x.shape[0], self.lin.out_features)
             return torch.relu(self.lin(x)) * 2.0
         """), "incorrect"),
+    # a solution runs after its task's program (evaluate.load_module's scope): it may inherit Model
+    "inherits": ("class ModelNew(Model):\n    def forward(self, x):\n        return torch.relu(self.lin(x)) * 2.0\n",
+                 "ok"),
+    # ... but the names are a copy: rebinding one leaves the task's own get_inputs as it was
+    "rebinds_task_name": ("N = 8\nclass ModelNew(Model):\n    pass\n", "ok"),
+    # ... and the task's classes are the task's: patching Model's forward is caught
+    "patch_model": ("Model.forward = lambda self, x: torch.zeros(x.shape[0], self.lin.out_features)\n"
+                    "class ModelNew(Model):\n    pass\n", "cheat:changed_task"),
     "no_modelnew": ("import torch\nclass Model(torch.nn.Module):\n    pass\n", "error"),
     "build_error": ("import cudal1\nlib = cudal1.load_kernel('int main( { MODULE_NAME', 'cpp')\n" + HONEST,
                     "compile_error"),
