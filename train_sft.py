@@ -169,7 +169,9 @@ args = parser.parse_args()
 # learns the teacher's format from them but not to fit it to the task in the prompt (1.1M
 # parameters, 200 steps: no held-out answer parsed; 3.7M, 600 steps, ~28 min: 56-73% parsed, none
 # correct, results/curriculum-cpu-probe.md; 8000 tasks, one pass, ~27 min: 81% parsed, none correct, 78 of 80
-# restating the constructor wrongly, results/curriculum-cpu-g8000.md), so the CPU default stays the 3 C++ files.
+# restating the constructor wrongly, results/curriculum-cpu-g8000.md; with class ModelNew(Model) answers none
+# restates it, but 15 of 16 greedy answers name epilogue attributes the task does not have, none correct,
+# results/curriculum-cpu-g8000-subclass.md), so the CPU default stays the 3 C++ files.
 FIRST_SLICE = ("19_ReLU", "20_LeakyReLU", "21_Sigmoid", "23_Softmax", "40_LayerNorm",
                "47_Sum_reduction_over_a_dimension", "97_CosineSimilarityLoss", "12_Matmul_with_diagonal_matrices_")
 DEFAULTS = {
