@@ -56,6 +56,8 @@ print(','.join(s for _, s in best.values()))")
           python3 kernelbench/teacher.py --seeds "${TEACHER_SEEDS:-$seeds}" --out build/teacher > /dev/null
           timeout "${BUDGET:-540}" python3 evaluate.py --tasks build/teacher/tasks/levelG --solutions build/teacher/solutions/levelG \
             --gpu h200 $flags --out "results/$out" 2>&1 | tail -3 ;;
+    teacher-heads)  # every teacher solution of HEAD_TASKS transposed-conv tasks beside its 3xTF32-head twin, one run
+          timeout "${BUDGET:-300}" python3 bench/teacher_heads.py --tasks "${HEAD_TASKS:-24}" 2>&1 | tail -14 ;;
     throughput-*)  # issue 13's table over calls: throughput-cb, then throughput-a (results/h200-judge-throughput.{md,json} merge)
           timeout "${BUDGET:-570}" python3 bench/judge_throughput.py --arms "$(echo ${step#throughput-} | sed 's/./&,/g;s/,$//')" \
             ${THROUGHPUT_FLAGS:-} 2>&1 | tail -12 ;;
