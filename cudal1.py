@@ -1230,6 +1230,26 @@ def same_code(source):
     return ast.unparse(tree)
 
 
+def inherits_forward(source):
+    """True when the code's ModelNew subclasses Model and keeps its forward (defines none, or one that
+    only returns super().forward(...)): the reference itself, written in one line. It passes the judge
+    at ~1.00x, so RL must count it as known code (the bank starts with the reference), or a policy
+    whose other answers fail learns that `pass` is the safe answer."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return False
+    for c in tree.body:
+        if isinstance(c, ast.ClassDef) and c.name == "ModelNew" and [ast.unparse(b) for b in c.bases] == ["Model"]:
+            fwd = [f for f in c.body if isinstance(f, ast.FunctionDef) and f.name == "forward"]
+            if not fwd:
+                return True
+            body = [b for b in fwd[-1].body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
+            return (len(body) == 1 and isinstance(body[0], ast.Return)
+                    and ast.unparse(body[0].value).startswith("super().forward("))
+    return False
+
+
 def parse_answer(text):
     """(ModelNew source, None) for a well-formed answer, else (None, the reason it is rejected)."""
     starts = []
