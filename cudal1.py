@@ -1183,6 +1183,40 @@ def task_of(solution, tasks_dir):
     return os.path.join(tasks_dir, level, re.sub(r"\.v\d+$", "", stem) + ".py")
 
 
+def _init_of(tree, name):
+    """(class node, its __init__ node or None, the __init__ as a docstring-free dump) of class `name`."""
+    cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name), None)
+    init = cls and next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+    if init is None:
+        return cls, None, None
+    body = [b for b in init.body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
+    return cls, init, ast.dump(ast.FunctionDef(init.name, init.args, body, init.decorator_list, init.returns))
+
+
+def inherit_constructor(solution_source, task_source):
+    """The solution with `class ModelNew(Model)` in place of a constructor it restates: when ModelNew's
+    __init__ is Model's (the same code, docstrings aside), it is dropped and ModelNew inherits it (the
+    judge runs a solution after its task's program). The teacher writes its solutions so, and the
+    library's files teach the same form (train_sft.example, and the bank's seeds in train_rl), so a
+    level-2 prompt is not answered by restating its constructor, where the policy used to fail most.
+    Anything else comes back unchanged."""
+    try:
+        sol, task = ast.parse(solution_source), ast.parse(task_source)
+    except SyntaxError:
+        return solution_source
+    cls, init, mine = _init_of(sol, "ModelNew")
+    if init is None or len(cls.bases) != 1 or cls.decorator_list or mine != _init_of(task, "Model")[2]:
+        return solution_source
+    lines = solution_source.splitlines()
+    end = init.end_lineno + (init.end_lineno < len(lines) and not lines[init.end_lineno].strip())  # + one blank
+    lines[init.lineno - 1:end] = []
+    if not any(isinstance(n, (ast.FunctionDef, ast.Assign, ast.AnnAssign)) for n in cls.body if n is not init):
+        lines.insert(init.lineno - 1, "    pass")
+    header = lines[cls.lineno - 1]
+    lines[cls.lineno - 1] = header[:header.index("(") + 1] + "Model" + header[header.rindex(")"):]
+    return "\n".join(lines) + "\n"
+
+
 def solution_code(solution_source):
     """A solution file without its docstring: the code an answer's code block holds, and so what
     the exemplar bank holds and contrastive prompts show."""

@@ -300,14 +300,15 @@ def seed_bank(paths):
     in `speedups` (the same records, read once above). CUDA-L1's RL starts from a pool of verified variants (on the H200,
     an empty bank made the first contrastive step all plain prompts). Every rank adds the same
     entries; only rank 0 writes them."""
-    n = 0
+    n, path_of = 0, {k: t for t, k in key.items()}
     for path in [p for p in paths.split(",") if os.path.exists(p)]:
         for r in sorted(evaluate.read_records(path), key=lambda r: r["solution"] or ""):  # a file's last record
             sol = r["solution"] and os.path.join(cudal1.ROOT, r["solution"])
             measured_on = r.get("env", {}).get("device", "cpu").split(":")[0]
             if (sol and r["task"] in key.values() and not r["task"].startswith("levelG/") and measured_on == device.type
                     and r.get("correct") and r.get("speedup") and os.path.exists(sol)):
-                bank.add(r["task"], cudal1.solution_code(open(sol).read()), r, -1)  # as stage 1's exemplars show it
+                code = cudal1.inherit_constructor(read(sol), read(path_of[r["task"]]))
+                bank.add(r["task"], cudal1.solution_code(code), r, -1)  # as stage 1's exemplars show it
                 n += 1
     for t in (t for t in tasks if key[t].startswith("levelG/")):
         folder = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(t))), "solutions", "levelG")
@@ -464,6 +465,8 @@ def judge(groups):
         for row in g["rows"]:
             text = tok.decode(row)
             source, reason = cudal1.parse_answer(text)
+            if source is not None:  # one form for a restated constructor, so a copy of a seed is one
+                source = cudal1.inherit_constructor(source, read(g["task"]))
             answers.append(dict(task=g["task"], text=text, source=source, stopped=row[-1:] == [tok.end_id],
                                 record=evaluate.record("parse_error", reason)))
     distinct = {}  # (task, same code) -> the first such (task, source): the same code is judged once

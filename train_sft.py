@@ -212,7 +212,9 @@ def runs_here(source):
 def example(task, task_source, path, source):
     """The (task, prompt, answer) a solution file teaches, or None (said why) when its answer would
     not parse: the prompt is the task's source and where the solution runs, the answer its
-    docstring as the analysis, a design line and its code (cudal1.format_answer)."""
+    docstring as the analysis, a design line and its code (cudal1.format_answer), with a constructor
+    that restates Model's inherited instead (cudal1.inherit_constructor)."""
+    source = cudal1.inherit_constructor(source, task_source)
     try:
         answer = cudal1.format_answer(source)
     except (ValueError, SyntaxError) as e:
@@ -709,7 +711,8 @@ def judge_answers(answers, name):
     distinct = {}
     for a in answers:
         a["source"], a["reason"] = cudal1.parse_answer(a["text"])
-        if a["source"] is not None:
+        if a["source"] is not None:  # the form stage 1 trains on: a restated constructor inherited
+            a["source"] = cudal1.inherit_constructor(a["source"], read(a["task"]))
             distinct.setdefault(code_key(a["task"], a["source"]), (a["task"], a["source"]))
     keys = list(distinct)
     where = str(device) if ddp else device.type  # under torchrun each rank judges on its own GPU

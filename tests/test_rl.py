@@ -322,6 +322,24 @@ def test_fresh_bank_is_seeded_with_judged_solutions_of_this_device(tmp_path):
     assert not (out / "candidates" / "level1" / "19_ReLU.py").exists()
 
 
+def test_a_seed_restating_its_constructor_and_a_copy_of_it_meet_in_one_form(tmp_path):
+    """A seed whose ModelNew restates Model's constructor is banked as class ModelNew(Model), the form
+    stage 1 trains on (cudal1.inherit_constructor); an answer restating it again is that code: a copy."""
+    restated = RELU.replace("class ModelNew(nn.Module):\n", "class ModelNew(nn.Module):\n    def __init__(self):\n"
+                            "        super().__init__()\n\n")
+    run, out, prompts = rl_runner(tmp_path, fake_judge=True)
+    driver = tmp_path / "driver.py"
+    driver.write_text(driver.read_text().replace(repr(RELU), repr(restated)))
+    seeds, small = tmp_path / "records.jsonl", tmp_path / "19_ReLU.seed.py"
+    small.write_text(restated)
+    seeds.write_text(json.dumps(dict(task=TASK, solution=str(small), status="ok", correct=True, speedup=9.0,
+                                     env={"device": "cpu"})) + "\n")
+    run(1, "--seed-bank", str(seeds))
+    ref, seed, *found = cudal1.Bank(str(out / "bank.jsonl")).entries[TASK]
+    assert "class ModelNew(Model):" in seed["source"] and "__init__" not in seed["source"], seed["source"]
+    assert json.loads(open(out / "log.jsonl").readline())["copied"] == 1.0
+
+
 def test_same_code_is_one_notion_for_the_bank_and_the_copy_metric(tmp_path):
     """A seed re-emitted with another analysis, a blank line or a comment is that seed, not a find."""
     seed = 'import torch\n\nclass ModelNew(torch.nn.Module):\n    """v1: fused."""\n    def forward(self, x):\n        return x * 2\n'

@@ -1,4 +1,5 @@
 """train_sft.py end to end on the CPU: stage 1 on one solution, one stage-2 round judged by the real judge."""
+import ast
 import json
 import os
 import subprocess
@@ -222,3 +223,35 @@ def test_reference_pairs_teach_the_opening_prompt_of_a_fresh_task(tmp_path):
     p = subprocess.run(cmd[:-1] + ["0", "--solution-pairs", "100"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert f"{two} contrastive pairs showing the reference and a teacher" in p.stdout, p.stdout[-3000:] + p.stderr[-3000:]
     assert f"+ {two} contrastive pairs ({two} fit)" in p.stdout, p.stdout
+
+
+def test_library_answers_inherit_a_restated_constructor(tmp_path):
+    """cudal1.inherit_constructor over kernels/: a ModelNew whose __init__ is its task's Model's becomes
+    `class ModelNew(Model)` without it, anything else comes back as it was, and every PyTorch-level file
+    so rewritten, loaded as the judge loads it (in its task's scope), builds the same parameters."""
+    import glob
+    import torch
+    changed = 0
+    for path in sorted(glob.glob(os.path.join(ROOT, "kernels", "level*", "*.py"))):
+        task_path = cudal1.task_of(path, os.path.join(ROOT, "kernelbench"))
+        source, task_source = cudal1.read(path), cudal1.read(task_path)
+        new = cudal1.inherit_constructor(source, task_source)
+        same_init = cudal1._init_of(ast.parse(source), "ModelNew")[2] == cudal1._init_of(ast.parse(task_source), "Model")[2]
+        assert (new != source) == same_init, path
+        if new == source:
+            continue
+        changed += 1
+        cls = next(n for n in ast.parse(new).body if isinstance(n, ast.ClassDef) and n.name == "ModelNew")
+        assert [ast.unparse(b) for b in cls.bases] == ["Model"] and not any(
+            isinstance(f, ast.FunctionDef) and f.name == "__init__" for f in cls.body), path
+        assert cudal1.solution_code(new) in new and ast.get_docstring(ast.parse(new)) == ast.get_docstring(ast.parse(source))
+        if cudal1.solution_kind(source) != "pytorch":
+            continue  # importing would build its kernels
+        task = evaluate.load_module(task_path, "task")
+        (tmp_path / "new.py").write_text(new)
+        states = []
+        for p in (path, str(tmp_path / "new.py")):
+            torch.manual_seed(0)
+            states.append(evaluate.load_module(p, "sol", scope=task).ModelNew(*task.get_init_inputs()).state_dict())
+        assert list(states[0]) == list(states[1]) and all(torch.equal(states[0][k], states[1][k]) for k in states[0]), path
+    assert changed >= 100  # most of the library restates its task's constructor
