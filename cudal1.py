@@ -1205,9 +1205,11 @@ def inherit_constructor(solution_source, task_source):
     except SyntaxError:
         return solution_source
     cls, init, mine = _init_of(sol, "ModelNew")
-    if init is None or len(cls.bases) != 1 or cls.decorator_list or mine != _init_of(task, "Model")[2]:
-        return solution_source
     lines = solution_source.splitlines()
+    if (init is None or len(cls.bases) != 1 or cls.decorator_list or init.decorator_list
+            or not re.fullmatch(r"class ModelNew\([^()]*\):.*", lines[cls.lineno - 1])  # a one-line header
+            or mine != _init_of(task, "Model")[2]):
+        return solution_source
     end = init.end_lineno + (init.end_lineno < len(lines) and not lines[init.end_lineno].strip())  # + one blank
     lines[init.lineno - 1:end] = []
     if not any(isinstance(n, (ast.FunctionDef, ast.Assign, ast.AnnAssign)) for n in cls.body if n is not init):

@@ -255,3 +255,17 @@ def test_library_answers_inherit_a_restated_constructor(tmp_path):
             states.append(evaluate.load_module(p, "sol", scope=task).ModelNew(*task.get_init_inputs()).state_dict())
         assert list(states[0]) == list(states[1]) and all(torch.equal(states[0][k], states[1][k]) for k in states[0]), path
     assert changed >= 100  # most of the library restates its task's constructor
+
+
+def test_inherit_constructor_edits_only_what_it_can_read():
+    task = ("import torch.nn as nn\nclass Model(nn.Module):\n    def __init__(self, n):\n        super().__init__()\n"
+            "        self.lin = nn.Linear(n, n)\n    def forward(self, x):\n        return self.lin(x)\n")
+    sol = ('"""Analysis."""\nimport torch.nn as nn\n\n\nclass ModelNew(nn.Module):  # kept\n    def __init__(self, n):\n'
+           '        """The task\'s."""\n        super().__init__()\n        self.lin = nn.Linear(n, n)\n\n'
+           '    def forward(self, x):\n        return self.lin(x) * 1\n')
+    assert cudal1.inherit_constructor(sol, task) == ('"""Analysis."""\nimport torch.nn as nn\n\n\nclass ModelNew(Model):'
+                                                     '  # kept\n    def forward(self, x):\n        return self.lin(x) * 1\n')
+    for same in (sol.replace("nn.Module):  # kept", "\n        nn.Module):"),  # a header over two lines
+                 sol.replace("nn.Linear(n, n)\n\n", "nn.Linear(n, 2 * n)\n\n"),  # another constructor
+                 sol.replace("    def __init__", "    @staticmethod\n    def __init__"), "not python ("):
+        assert cudal1.inherit_constructor(same, task) == same
