@@ -89,7 +89,7 @@ RL_MINUTES ?=
 rl: setup
 	$(PYTHON) train_rl.py --init $(or $(INIT),out/sft) --out out/rl $(if $(RL_MINUTES),--time-limit $(RL_MINUTES)) $(RL_FLAGS)
 
-# stage 1 -> 2 -> 3 on the bundled default: CPU 15 min on 2 cores (measured); H200 ~16 min by its
+# stage 1 -> 2 -> 3 on the bundled default: CPU 7-15 min on 2 cores (measured); H200 ~16 min by its
 # parts (not yet timed whole)
 # INIT=DIR: stages 1-2 fine-tune that pretrained model, and stage 3 goes on from out/sft.
 train: setup
