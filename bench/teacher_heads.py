@@ -1,8 +1,9 @@
 """
-Does the teacher's transposed-conv head pay for its precision? On the H200 every teacher move on a
-ConvTranspose3d task read 0.53-0.73x of eager (geomean, 49 solutions in results/teacher-h200*.jsonl):
-each runs the head in true fp32, which cuDNN does on the CUDA cores, while eager's TF32 head misses the
-strict check by up to 25x. On level 2's transposed-conv heads cudal1.conv_3xtf32 (three TF32 products
+Does the teacher's transposed-conv head pay for its precision? On the H200 every teacher move that
+runs a ConvTranspose3d head whole read 0.53-0.75x of eager (geomean per move, 64 solutions in
+results/teacher-h200*.jsonl; fold_reduction, whose head computes one output channel, 1.31x on its one
+task): each runs the head in true fp32, which cuDNN does on the CUDA cores, while eager's TF32 head misses
+the strict check by up to 25x. On level 2's transposed-conv heads cudal1.conv_3xtf32 (three TF32 products
 in one cuDNN call) ran 1.2-6x faster than true fp32 and passed (results/h200-conv-precision.md); the
 generated heads are smaller, where its extra passes over x may cost more than they save.
 
