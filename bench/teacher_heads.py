@@ -87,7 +87,7 @@ def report(records, out, command):
     lines = [f"# The teacher's transposed-conv head: true fp32 vs 3xTF32 ({records[0]['env'].get('gpu', '?')})", "",
              f"- command: `{command}`",
              f"- commit {records[0]['env'].get('commit')}, torch {records[0]['env'].get('torch')}, tolerance "
-             f"{records[0].get('tolerance')}", "",
+             f"{next((r['tolerance'] for r in records if r.get('tolerance')), '?')}", "",
              "| move | tasks | correct fp32 / 3xTF32 | geomean fp32 head | geomean 3xTF32 head | 3xTF32 / fp32 (both correct) | max err/tol 3xTF32 |",
              "|---|---|---|---|---|---|---|"]
     for move, tasks in sorted(by.items()):
