@@ -502,6 +502,10 @@ class Worker:
             same = {k: v for k, v in ours.items() if k in theirs and theirs[k].shape == v.shape}
             self.new.load_state_dict(same, strict=False)
         self.check()
+        # `class ModelNew(Model)` with no forward of its own is the task's program: correct at 1.00x
+        # by construction, so it would count as a solved task without solving anything
+        if self.new is not None and getattr(type(self.new), "forward", None) is getattr(self.task.Model, "forward", None):
+            raise Cheat("reference", "ModelNew keeps the task's own Model.forward: the reference itself, not a rewrite")
 
     # ---- inputs and calls
 

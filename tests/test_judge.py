@@ -187,7 +187,11 @@ CASES = {  # name -> (solution source, expected status)
     "inherits": ("class ModelNew(Model):\n    def forward(self, x):\n        return torch.relu(self.lin(x)) * 2.0\n",
                  "ok"),
     # ... but the names are a copy: rebinding one leaves the task's own get_inputs as it was
-    "rebinds_task_name": ("N = 8\nclass ModelNew(Model):\n    pass\n", "ok"),
+    "rebinds_task_name": ("N = 8\nclass ModelNew(Model):\n    def forward(self, x):\n"
+                          "        return torch.relu(self.lin(x)) * 2.0\n", "ok"),
+    # ... and inheriting Model's forward as well is the reference itself, not a solution
+    "keeps_forward": ("class ModelNew(Model):\n    def folded(self):\n        return self.lin.bias\n",
+                      "cheat:reference"),
     # ... and the task's classes are the task's: patching Model's forward is caught
     "patch_model": ("Model.forward = lambda self, x: torch.zeros(x.shape[0], self.lin.out_features)\n"
                     "class ModelNew(Model):\n    pass\n", "cheat:changed_task"),

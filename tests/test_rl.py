@@ -354,19 +354,20 @@ def test_same_code_is_one_notion_for_the_bank_and_the_copy_metric(tmp_path):
 
 
 def test_the_reference_as_a_subclass_is_known_code():
-    """class ModelNew(Model) that keeps Model's forward is the reference (the bank's first entry)."""
-    for ref in ("class ModelNew(Model):\n    pass\n",
-                'class ModelNew(Model):\n    def forward(self, x):\n        """Same."""\n        return super().forward(x)\n'):
-        assert cudal1.inherits_forward(ref), ref
+    """class ModelNew(Model) whose forward returns super().forward(x) is the reference (the bank's first
+    entry); with no forward at all the judge rejects it (cheat:reference, tests/test_judge.py)."""
+    assert cudal1.inherits_forward('class ModelNew(Model):\n    def forward(self, x):\n        """Same."""\n'
+                                   '        return super().forward(x)\n')
     for new in ("class ModelNew(Model):\n    def forward(self, x):\n        return torch.relu(x)\n",
-                "class ModelNew(nn.Module):\n    pass\n", "class ModelNew(Model:\n"):
+                "class ModelNew(Model):\n    pass\n", "class ModelNew(nn.Module):\n    pass\n", "class ModelNew(Model:\n"):
         assert not cudal1.inherits_forward(new), new
 
 
 def test_rl_counts_the_reference_as_a_subclass_as_known(tmp_path):
     run, out, _ = rl_runner(tmp_path, fake_judge=True)  # the stand-in judge passes it at 1.5x
     driver = tmp_path / "driver.py"
-    driver.write_text(driver.read_text().replace(repr(RELU), repr('"""Keep it."""\n\nclass ModelNew(Model):\n    pass\n')))
+    driver.write_text(driver.read_text().replace(repr(RELU), repr('"""Keep it."""\n\nclass ModelNew(Model):\n'
+                                                                  '    def forward(self, x):\n        return super().forward(x)\n')))
     run(1)
     log = json.loads(open(out / "log.jsonl").readline())
     assert log["known"] == 0.5, log  # of (the one-line reference, an answer that does not parse)
