@@ -46,6 +46,8 @@ for task, entries in sorted(bank.entries.items()):
         ref = next(e for e in entries if e["record"].get("status") == "reference")
         cases.append((task, ref["source"], max(ok, key=lambda e: e["record"]["speedup"])))
 cases = cases[:args.tasks]
+if not cases:
+    sys.exit(f"exemplar_probe.py: no task in {args.run}/bank.jsonl has a correct answer from RL to show")
 
 shapes = {"plain": lambda ref, best: None, "ref": lambda ref, best: [ref],
           "ref+best": lambda ref, best: [ref, best], "best": lambda ref, best: [best],
@@ -59,16 +61,17 @@ for task, ref_src, best in cases:
     for name, make in shapes.items():
         shown = make(ref, top)
         text = cudal1.plain_prompt(source, args.target) if shown is None else cudal1.contrastive_prompt(source, args.target, shown)
-        jobs.append((name, tok.encode_prompt(text), {cudal1.same_code(best["source"])}))
+        jobs.append((name, tok.encode_prompt(text), {cudal1.same_code(best["source"])}, source))
 t0 = time.time()
 # One batch for all prompts, decoded from a CUDA graph on a GPU: prompt by prompt it took ~25 s a task on the H200
-answers = cudal1.generate(model, [ids for _, ids, _ in jobs], args.samples, args.max_new_tokens, 0.8, 0, 0.95,
+answers = cudal1.generate(model, [ids for _, ids, _, _ in jobs], args.samples, args.max_new_tokens, 0.8, 0, 0.95,
                           torch.Generator(model_device).manual_seed(0), tok.end_id, graph=model_device.type == "cuda")
 print(f"{len(jobs)} prompts x {args.samples} samples in {time.time() - t0:.0f} s", file=sys.stderr)
-for (name, ids, shown_codes), rows in zip(jobs, answers):
+for (name, ids, shown_codes, source), rows in zip(jobs, answers):
     st = stats[name]
     for r in rows:
         code, _ = cudal1.parse_answer(tok.decode([i for i in r if i != tok.end_id]))
+        code = code and cudal1.inherit_constructor(code, source)  # the bank's form (train_rl.judge)
         st["n"] += 1
         st["prompt"] += len(ids)
         st["tokens"] += len(r)
