@@ -1195,28 +1195,34 @@ def _init_of(tree, name):
 
 def inherit_constructor(solution_source, task_source):
     """The solution with `class ModelNew(Model)` in place of a constructor it restates: when ModelNew's
-    __init__ is Model's (the same code, docstrings aside), it is dropped and ModelNew inherits it (the
-    judge runs a solution after its task's program). The teacher writes its solutions so, and the
-    library's files teach the same form (train_sft.example, and the bank's seeds in train_rl), so a
-    level-2 prompt is not answered by restating its constructor, where the policy used to fail most.
-    Anything else comes back unchanged."""
+    __init__ is Model's (the same code, docstrings aside) and reads no name the solution defines for
+    itself, it is dropped and ModelNew inherits it (the judge runs a solution after its task's
+    program). The teacher writes its solutions so, and the library's files teach the same form
+    (train_sft.example, and the bank's seeds in train_rl), so a level-2 prompt is not answered by
+    restating its constructor, where the policy used to fail most. Anything else, or anything these
+    line edits cannot make safely, comes back unchanged."""
     try:
         sol, task = ast.parse(solution_source), ast.parse(task_source)
     except SyntaxError:
         return solution_source
     cls, init, mine = _init_of(sol, "ModelNew")
-    lines = solution_source.splitlines()
-    if (init is None or len(cls.bases) != 1 or cls.decorator_list or init.decorator_list
-            or not re.fullmatch(r"class ModelNew\([^()]*\):.*", lines[cls.lineno - 1])  # a one-line header
-            or mine != _init_of(task, "Model")[2]):
+    if init is None or "\r" in solution_source or mine != _init_of(task, "Model")[2]:
         return solution_source
-    end = init.end_lineno + (init.end_lineno < len(lines) and not lines[init.end_lineno].strip())  # + one blank
-    lines[init.lineno - 1:end] = []
-    if not any(isinstance(n, (ast.FunctionDef, ast.Assign, ast.AnnAssign)) for n in cls.body if n is not init):
-        lines.insert(init.lineno - 1, "    pass")
+    ours = {n.name for n in sol.body if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))}
+    ours |= {t.id for n in sol.body if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+             for t in ast.walk(n) if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)}
+    base = cls.bases[0] if len(cls.bases) == 1 and not cls.keywords else None
+    if (base is None or ast.unparse(base) not in ("nn.Module", "torch.nn.Module") or base.lineno != cls.lineno
+            or base.end_lineno != cls.lineno or cls.decorator_list or init.decorator_list
+            or ours & {n.id for n in ast.walk(init) if isinstance(n, ast.Name)}):  # e.g. its own helper module class
+        return solution_source
+    lines = solution_source.split("\n")  # ast's line numbers count "\n" alone ("\r" was refused above)
     header = lines[cls.lineno - 1]
-    lines[cls.lineno - 1] = header[:header.index("(") + 1] + "Model" + header[header.rindex(")"):]
-    return "\n".join(lines) + "\n"
+    lines[cls.lineno - 1] = header[:base.col_offset] + "Model" + header[base.end_col_offset:]
+    indent = lines[init.lineno - 1][:init.col_offset]
+    end = init.end_lineno + (init.end_lineno < len(lines) - 1 and not lines[init.end_lineno].strip())  # + one blank
+    lines[init.lineno - 1:end] = [indent + "pass"] if len(cls.body) == 1 else []
+    return "\n".join(lines)
 
 
 def solution_code(solution_source):

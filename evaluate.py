@@ -56,6 +56,7 @@ import sys
 import threading
 import time
 import traceback
+import types
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 if ROOT not in sys.path:
@@ -279,6 +280,13 @@ class Snapshot:
                       if k.startswith("_global_") and isinstance(v, dict))
         self.spaces = [(name, d, tuple(d), tuple(d.values()), name in closed) for name, d in
                        [(n, m if isinstance(m, dict) else vars(m)) for n, m in modules.items()] + list(closed.items())]
+        # A function keeps its identity when its code is swapped (Model.forward.__code__ = slow_code, or
+        # get_inputs.__code__ with a fixed seed): its code, defaults and keyword defaults are held too
+        funcs = [(f"{name}.{k}", f) for name, _, keys, values, _ in self.spaces for k, v in zip(keys, values)
+                 for f in [getattr(v, "__func__", v)] if isinstance(f, types.FunctionType)]
+        self.labels, self.funcs = tuple(label for label, _ in funcs), tuple(f for _, f in funcs)
+        self.parts = [(get, tuple(map(get, self.funcs))) for get in
+                      map(operator.attrgetter, ("__code__", "__defaults__", "__kwdefaults__"))]
 
     def changed(self):
         """Names of what a solution replaced, removed or added ([] when nothing)."""
@@ -287,6 +295,9 @@ class Snapshot:
             if (closed and len(d) != len(keys)) or not all(map(operator.is_, map(d.get, keys), values)):
                 bad += [f"{name}.{k}" for k, v in zip(keys, values) if d.get(k) is not v]
                 bad += [f"{name}.{k} (added)" for k in set(d) - set(keys)] if closed else []
+        for get, held in self.parts:  # one C-level pass per part; labels only when one differs
+            if not all(map(operator.is_, map(get, self.funcs), held)):
+                bad += [f"{label} (code)" for label, f, h in zip(self.labels, self.funcs, held) if get(f) is not h]
         return bad
 
 
@@ -502,10 +513,19 @@ class Worker:
             same = {k: v for k, v in ours.items() if k in theirs and theirs[k].shape == v.shape}
             self.new.load_state_dict(same, strict=False)
         self.check()
-        # `class ModelNew(Model)` with no forward of its own is the task's program: correct at 1.00x
-        # by construction, so it would count as a solved task without solving anything
-        if self.new is not None and getattr(type(self.new), "forward", None) is getattr(self.task.Model, "forward", None):
-            raise Cheat("reference", "ModelNew keeps the task's own Model.forward: the reference itself, not a rewrite")
+        if self.new is not None and self.is_the_reference(type(self.new)):
+            raise Cheat("reference", "ModelNew subclasses the task's Model and overrides nothing: the reference "
+                                     "itself, not a rewrite")
+
+    def is_the_reference(self, cls):
+        """True for a direct subclass of the task's own Model that overrides none of its attributes (only
+        new names: a helper nothing calls, a cache): the task's program, correct at 1.00x by construction,
+        which would count as a solved task without solving anything. A subclass that overrides __init__
+        (to swap a module) or a method forward calls is a rewrite, and is judged as one."""
+        Model = self.task.Model
+        made = {"__module__", "__qualname__", "__doc__", "__firstlineno__", "__static_attributes__",
+                "__annotations__", "__dict__", "__weakref__"}  # what Python puts in every class's namespace
+        return cls.__mro__ == (cls,) + Model.__mro__ and not any(k not in made and hasattr(Model, k) for k in vars(cls))
 
     # ---- inputs and calls
 

@@ -316,7 +316,7 @@ def seed_bank(paths):
             speedup = speedups.get(cudal1.solution_name(sol))
             if speedup:
                 rec = dict(evaluate.record("ok", speedup=speedup), solution=cudal1.solution_name(sol))
-                bank.add(key[t], cudal1.solution_code(open(sol).read()), rec, -1)
+                bank.add(key[t], cudal1.solution_code(cudal1.inherit_constructor(read(sol), read(t))), rec, -1)
                 n += 1
     return n
 

@@ -189,9 +189,29 @@ CASES = {  # name -> (solution source, expected status)
     # ... but the names are a copy: rebinding one leaves the task's own get_inputs as it was
     "rebinds_task_name": ("N = 8\nclass ModelNew(Model):\n    def forward(self, x):\n"
                           "        return torch.relu(self.lin(x)) * 2.0\n", "ok"),
-    # ... and inheriting Model's forward as well is the reference itself, not a solution
-    "keeps_forward": ("class ModelNew(Model):\n    def folded(self):\n        return self.lin.bias\n",
+    # ... and overriding nothing of it is the reference itself, not a solution (a helper nothing calls)
+    "keeps_forward": ("class ModelNew(Model):\n    _key = None\n    def folded(self):\n        return self.lin.bias\n",
                       "cheat:reference"),
+    # ... and swapping the code inside the task's functions keeps their identity but not their code
+    "swap_forward_code": ("def slow(self, x):\n    import time\n    time.sleep(0.002)\n"
+                          "    return torch.relu(self.lin(x)) * 2.0\n"
+                          "Model.forward.__code__ = slow.__code__\n"
+                          "class ModelNew(Model):\n    def forward(self, x):\n        return torch.relu(self.lin(x)) * 2.0\n",
+                          "cheat:changed_task"),
+    "swap_inputs_code": ("def fixed():\n    torch.manual_seed(0)\n    return [torch.randn(32, 64)]\n"
+                         "get_inputs.__code__ = fixed.__code__\n"
+                         "class ModelNew(Model):\n    def forward(self, x):\n        return torch.relu(self.lin(x)) * 2.0\n",
+                         "cheat:changed_task"),
+    # ... and in torch's: an nn module's forward slowed for everyone, the reference included
+    "swap_torch_code": ("import torch.nn as nn\nreal = nn.Linear.forward\n"
+                        "def slow(self, input):\n    import time, torch.nn.functional as F\n    time.sleep(0.002)\n"
+                        "    return F.linear(input, self.weight, self.bias)\n"
+                        "nn.Linear.forward.__code__ = slow.__code__\n"
+                        "class ModelNew(Model):\n    def forward(self, x):\n        return torch.relu(x @ self.lin.weight.T + self.lin.bias) * 2.0\n",
+                        "cheat:patched"),
+    # ... while keeping its forward and swapping a module it calls is a rewrite, judged as one
+    "swaps_module": ("class ModelNew(Model):\n    def __init__(self, n):\n        super().__init__(n)\n"
+                     "        self.lin = nn.Linear(n, n + 1)\n", "incorrect"),
     # ... and the task's classes are the task's: patching Model's forward is caught
     "patch_model": ("Model.forward = lambda self, x: torch.zeros(x.shape[0], self.lin.out_features)\n"
                     "class ModelNew(Model):\n    pass\n", "cheat:changed_task"),

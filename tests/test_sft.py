@@ -226,9 +226,10 @@ def test_reference_pairs_teach_the_opening_prompt_of_a_fresh_task(tmp_path):
 
 
 def test_library_answers_inherit_a_restated_constructor(tmp_path):
-    """cudal1.inherit_constructor over kernels/: a ModelNew whose __init__ is its task's Model's becomes
-    `class ModelNew(Model)` without it, anything else comes back as it was, and every PyTorch-level file
-    so rewritten, loaded as the judge loads it (in its task's scope), builds the same parameters."""
+    """cudal1.inherit_constructor over kernels/: only a ModelNew whose __init__ is its task's Model's
+    becomes `class ModelNew(Model)` without it, and every PyTorch-level file so rewritten, loaded as
+    the judge loads it (in its task's scope), builds the same parameters. (The CUDA and C++ files are
+    only read here: importing them builds their kernels; the edit is the same lines either way.)"""
     import glob
     import torch
     changed = 0
@@ -237,7 +238,7 @@ def test_library_answers_inherit_a_restated_constructor(tmp_path):
         source, task_source = cudal1.read(path), cudal1.read(task_path)
         new = cudal1.inherit_constructor(source, task_source)
         same_init = cudal1._init_of(ast.parse(source), "ModelNew")[2] == cudal1._init_of(ast.parse(task_source), "Model")[2]
-        assert (new != source) == same_init, path
+        assert same_init or new == source, path  # only a restated constructor is ever dropped
         if new == source:
             continue
         changed += 1
@@ -265,7 +266,17 @@ def test_inherit_constructor_edits_only_what_it_can_read():
            '    def forward(self, x):\n        return self.lin(x) * 1\n')
     assert cudal1.inherit_constructor(sol, task) == ('"""Analysis."""\nimport torch.nn as nn\n\n\nclass ModelNew(Model):'
                                                      '  # kept\n    def forward(self, x):\n        return self.lin(x) * 1\n')
+    # brackets in the header's comment, a form feed in a comment (a line break to str.splitlines, not to
+    # Python), tabs, a class left with nothing else
+    fancy = sol.replace("# kept", "# fused (v2) \x0c").replace("    ", "\t")
+    assert cudal1.inherit_constructor(fancy, task.replace("    ", "\t")).endswith(
+        'class ModelNew(Model):  # fused (v2) \x0c\n\tdef forward(self, x):\n\t\treturn self.lin(x) * 1\n')
+    bare = sol.split("\n\n    def forward")[0] + "\n"
+    assert cudal1.inherit_constructor(bare, task).endswith("class ModelNew(Model):  # kept\n    pass\n")
     for same in (sol.replace("nn.Module):  # kept", "\n        nn.Module):"),  # a header over two lines
                  sol.replace("nn.Linear(n, n)\n\n", "nn.Linear(n, 2 * n)\n\n"),  # another constructor
-                 sol.replace("    def __init__", "    @staticmethod\n    def __init__"), "not python ("):
-        assert cudal1.inherit_constructor(same, task) == same
+                 sol.replace("    def __init__", "    @staticmethod\n    def __init__"),
+                 sol.replace("(nn.Module)", "(Base)"),  # its own base class: not Model's
+                 sol.replace("import torch.nn as nn\n", "import torch.nn as nn\nnn = MyNN()\n"),  # a name it redefines
+                 sol.replace("\n", "\r\n"), "not python ("):
+        assert cudal1.inherit_constructor(same, task) == same, same
