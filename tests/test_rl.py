@@ -358,6 +358,8 @@ def test_the_reference_as_a_subclass_is_known_code():
     entry); with no forward at all the judge rejects it (cheat:reference, tests/test_judge.py)."""
     assert cudal1.inherits_forward('class ModelNew(Model):\n    def forward(self, x):\n        """Same."""\n'
                                    '        return super().forward(x)\n')
+    assert cudal1.inherits_forward("class ModelNew(nn.Module):\n    pass\nclass ModelNew(Model):\n"
+                                   "    def forward(self, x):\n        return Model.forward(self, x)\n")  # the last one counts
     for new in ("class ModelNew(Model):\n    def forward(self, x):\n        return torch.relu(x)\n",
                 "class ModelNew(Model):\n    pass\n", "class ModelNew(nn.Module):\n    pass\n", "class ModelNew(Model:\n"):
         assert not cudal1.inherits_forward(new), new
