@@ -1272,28 +1272,6 @@ def same_code(source):
     return ast.unparse(tree)
 
 
-def inherits_forward(source):
-    """True when the code's ModelNew subclasses Model with a forward that only returns
-    super().forward(...) or Model.forward(self, ...): the reference itself in two lines. It passes the judge at ~1.00x, so RL
-    counts it as known code (the bank starts with the reference), or a policy whose other answers fail
-    would learn it as the safe answer. (With no forward at all it is the judge's cheat:reference.)"""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return False
-    for c in reversed(tree.body):  # the last ModelNew is the one Python keeps
-        if isinstance(c, ast.ClassDef) and c.name == "ModelNew" and [ast.unparse(b) for b in c.bases] == ["Model"]:
-            fwd = [f for f in c.body if isinstance(f, ast.FunctionDef) and f.name == "forward"]
-            if not fwd:
-                return False
-            body = [b for b in fwd[-1].body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
-            return (len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None
-                    and ast.unparse(body[0].value).startswith(("super().forward(", "Model.forward(self")))
-        if isinstance(c, ast.ClassDef) and c.name == "ModelNew":
-            return False
-    return False
-
-
 def parse_answer(text):
     """(ModelNew source, None) for a well-formed answer, else (None, the reason it is rejected)."""
     starts = []

@@ -519,13 +519,15 @@ class Worker:
 
     def is_the_reference(self, cls):
         """True for a direct subclass of the task's own Model that overrides none of its attributes (only
-        new names: a helper nothing calls, a cache): the task's program, correct at 1.00x by construction,
-        which would count as a solved task without solving anything. A subclass that overrides __init__
-        (to swap a module) or a method forward calls is a rewrite, and is judged as one."""
+        new names: a helper nothing calls, a cache), or only forward with one that hands the call back
+        (`return super().forward(x)`, `return Model.forward(self, x)`): the task's program, correct at
+        1.00x by construction, which would count as a solved task without solving anything. A subclass
+        that overrides __init__ (to swap a module) or a method forward calls is a rewrite, judged as one."""
         Model = self.task.Model
         made = {"__module__", "__qualname__", "__doc__", "__firstlineno__", "__static_attributes__",
                 "__annotations__", "__dict__", "__weakref__"}  # what Python puts in every class's namespace
-        return cls.__mro__ == (cls,) + Model.__mro__ and not any(k not in made and hasattr(Model, k) for k in vars(cls))
+        over = {k for k in vars(cls) if k not in made and hasattr(Model, k)}
+        return cls.__mro__ == (cls,) + Model.__mro__ and (not over or over == {"forward"} and _hands_back(cls.forward))
 
     # ---- inputs and calls
 
@@ -759,6 +761,21 @@ class Worker:
             if "sol" in calls:  # the reference for checking exists only from here on
                 self.verify(calls["sol"], self.reference(xs, k))
         return times
+
+
+def _hands_back(fn):
+    """True for a function whose body (docstrings aside) is one `return super().forward(...)` or
+    `return Model.forward(self, ...)`, read from its source file."""
+    import ast
+    import inspect
+    import textwrap
+    try:
+        body = ast.parse(textwrap.dedent(inspect.getsource(fn))).body[0].body
+    except (OSError, TypeError, SyntaxError, IndexError, AttributeError):
+        return False
+    body = [b for b in body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
+    return (len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None
+            and ast.unparse(body[0].value).startswith(("super().forward(", "Model.forward(self")))
 
 
 def _worker_main(conn, task_path, sol_path, opts, secret):

@@ -660,8 +660,7 @@ while step < args.steps:
     t2 = time.time()
     rewards = [cudal1.reward(a["record"]) for a in answers]  # G consecutive answers per group
     known_code = {g["task"]: bank.sources(key[g["task"]]) for g in groups}  # the bank before this step
-    known = [a["source"] is not None and (cudal1.same_code(a["source"]) in known_code[a["task"]]
-                                          or cudal1.inherits_forward(a["source"])) for a in answers]
+    known = [a["source"] is not None and cudal1.same_code(a["source"]) in known_code[a["task"]] for a in answers]
     adv = cudal1.group_advantages(rewards, G, args.adv_clip, args.std_floor, known)  # known code earns none
     loss = policy_step(groups, adv)
     t3 = time.time()

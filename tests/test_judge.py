@@ -209,6 +209,11 @@ CASES = {  # name -> (solution source, expected status)
                         "nn.Linear.forward.__code__ = slow.__code__\n"
                         "class ModelNew(Model):\n    def forward(self, x):\n        return torch.relu(x @ self.lin.weight.T + self.lin.bias) * 2.0\n",
                         "cheat:patched"),
+    # ... and so is a forward that only hands the call back
+    "hands_back": ("class ModelNew(Model):\n    def forward(self, x):\n        \"\"\"Same.\"\"\"\n"
+                   "        return super().forward(x)\n", "cheat:reference"),
+    "hands_back_by_name": ("class ModelNew(Model):\n    def forward(self, x):\n        return Model.forward(self, x)\n",
+                           "cheat:reference"),
     # ... while keeping its forward and swapping a module it calls is a rewrite, judged as one
     "swaps_module": ("class ModelNew(Model):\n    def __init__(self, n):\n        super().__init__(n)\n"
                      "        self.lin = nn.Linear(n, n + 1)\n", "incorrect"),

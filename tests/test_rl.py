@@ -353,28 +353,6 @@ def test_same_code_is_one_notion_for_the_bank_and_the_copy_metric(tmp_path):
     assert [e["step"] for e in bank.found("t")] == [4]
 
 
-def test_the_reference_as_a_subclass_is_known_code():
-    """class ModelNew(Model) whose forward returns super().forward(x) is the reference (the bank's first
-    entry); with no forward at all the judge rejects it (cheat:reference, tests/test_judge.py)."""
-    assert cudal1.inherits_forward('class ModelNew(Model):\n    def forward(self, x):\n        """Same."""\n'
-                                   '        return super().forward(x)\n')
-    assert cudal1.inherits_forward("class ModelNew(nn.Module):\n    pass\nclass ModelNew(Model):\n"
-                                   "    def forward(self, x):\n        return Model.forward(self, x)\n")  # the last one counts
-    for new in ("class ModelNew(Model):\n    def forward(self, x):\n        return torch.relu(x)\n",
-                "class ModelNew(Model):\n    pass\n", "class ModelNew(nn.Module):\n    pass\n", "class ModelNew(Model:\n"):
-        assert not cudal1.inherits_forward(new), new
-
-
-def test_rl_counts_the_reference_as_a_subclass_as_known(tmp_path):
-    run, out, _ = rl_runner(tmp_path, fake_judge=True)  # the stand-in judge passes it at 1.5x
-    driver = tmp_path / "driver.py"
-    driver.write_text(driver.read_text().replace(repr(RELU), repr('"""Keep it."""\n\nclass ModelNew(Model):\n'
-                                                                  '    def forward(self, x):\n        return super().forward(x)\n')))
-    run(1)
-    log = json.loads(open(out / "log.jsonl").readline())
-    assert log["known"] == 0.5, log  # of (the one-line reference, an answer that does not parse)
-
-
 def test_two_gloo_ranks_gather_every_answer_and_keep_one_bank(tmp_path):
     # torchrun with two CPU ranks (gloo): each rank samples and judges its own task, the judge
     # returns a different speedup on each rank, and every answer of both ranks reaches the bank
