@@ -35,12 +35,14 @@ and write the whole process: the judge stops Python-level tricks, not a determin
 """
 
 import argparse
+import ast
 import collections
 import copy
 import ctypes
 import functools
 import glob
 import hashlib
+import inspect
 import json
 import math
 import multiprocessing
@@ -53,6 +55,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 import traceback
@@ -766,9 +769,6 @@ class Worker:
 def _hands_back(fn):
     """True for a function whose body (docstrings aside) is one `return super().forward(...)` or
     `return Model.forward(self, ...)`, read from its source file."""
-    import ast
-    import inspect
-    import textwrap
     try:
         body = ast.parse(textwrap.dedent(inspect.getsource(fn))).body[0].body
     except (OSError, TypeError, SyntaxError, IndexError, AttributeError):

@@ -462,11 +462,12 @@ def judge(groups):
     Returns the answers (dicts with task, text, source, record) and the re-judgements."""
     answers = []
     for g in groups:
+        task_source = read(g["task"])
         for row in g["rows"]:
             text = tok.decode(row)
             source, reason = cudal1.parse_answer(text)
             if source is not None:  # one form for a restated constructor, so a copy of a seed is one
-                source = cudal1.inherit_constructor(source, read(g["task"]))
+                source = cudal1.inherit_constructor(source, task_source)
             answers.append(dict(task=g["task"], text=text, source=source, stopped=row[-1:] == [tok.end_id],
                                 record=evaluate.record("parse_error", reason)))
     distinct = {}  # (task, same code) -> the first such (task, source): the same code is judged once

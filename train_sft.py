@@ -708,11 +708,11 @@ def sample_answers(tasks, rnd, plain_only=()):
 def judge_answers(answers, name):
     """Parse every answer, judge each distinct parsed code once; fills in source/reason/record.
     The judge's records go to <out>/judge/<name>-rank<k>.jsonl."""
-    distinct = {}
+    distinct, task_sources = {}, {t: read(t) for t in {a["task"] for a in answers}}
     for a in answers:
         a["source"], a["reason"] = cudal1.parse_answer(a["text"])
         if a["source"] is not None:  # the form stage 1 trains on: a restated constructor inherited
-            a["source"] = cudal1.inherit_constructor(a["source"], read(a["task"]))
+            a["source"] = cudal1.inherit_constructor(a["source"], task_sources[a["task"]])
             distinct.setdefault(code_key(a["task"], a["source"]), (a["task"], a["source"]))
     keys = list(distinct)
     where = str(device) if ddp else device.type  # under torchrun each rank judges on its own GPU
