@@ -963,13 +963,14 @@ class Slot:
         return {"status": "runtime_error", "message": f"worker {how} during {self.phase}"}
 
     def stop(self):
-        """SIGKILL the worker's whole process group (it may ignore SIGTERM; nvcc or compile workers go too)."""
+        """SIGKILL the worker's whole process group (it may ignore SIGTERM; nvcc or compile workers go too).
+        Not joined here: a worker that held a CUDA context is gone only once the driver has torn the
+        context down, and the next worker need not wait for that to get the GPU (Scheduler.run joins)."""
         self.conn.close()
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):  # no such group: not made yet, or gone
             self.proc.kill()
-        self.proc.join(5)
 
 
 class Scheduler:
@@ -985,6 +986,7 @@ class Scheduler:
         self.env, self.ctx = environment(opts["device"]), _context()
         self.devices = opts.get("devices") or _devices(opts["device"])
         self.slots = {}  # pair index -> Slot, for every worker alive
+        self.stopped = []  # workers killed and not yet joined
         self.queue = collections.deque()  # built workers waiting for the GPU, in the order they got ready
         self.counts, self.bar = collections.Counter(), None
 
@@ -997,6 +999,8 @@ class Scheduler:
             self.hand_gpu()
             self.receive(self.wait())
             self.reap_timeouts()
+        for slot in self.stopped:
+            slot.proc.join(5)
         if self.bar:
             self.bar.close()
 
@@ -1073,6 +1077,7 @@ class Scheduler:
             slot.times["gpu_s"] = round(time.time() - slot.t_go, 3)
         self.record(slot.i, {**slot.times, **payload}, slot.t0)
         slot.stop()
+        self.stopped.append(slot)
 
     def record(self, i, payload, t0):
         """The worker's payload made a record (names, speedup, verdict, settings), appended to out.jsonl."""

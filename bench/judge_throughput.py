@@ -27,6 +27,8 @@ Arms: the same candidates, in the same order; each arm is one judge_many call on
   d  b with builds beside measuring (judge_many's overlap, now in evaluate.SCREEN): no wave waits for its slowest build
   e  d with 0.1 s of timing per pair instead of 0.3 s; the PyTorch candidates, each the reference
      against itself, give every arm's A/A range: the noise its screen then has
+  j  d as it was first measured: the scheduler joined each finished worker (waited for its process,
+     CUDA context and all, to be gone) before handing the GPU to the next; d no longer waits
 Candidates: for each of the 8 level-1 tasks RL trains on (train_rl.GPU_TASKS), --per-task copies of
 its kernel, each made new by one line `#define CANDIDATE_<arm>_<task>_<n>_<run> 1` at the top of its
 CUDA source (distinct per candidate, arm and run, so no build cache of any route can hit), plus
@@ -79,6 +81,7 @@ ARMS = {  # arm -> (route, judge settings on top of evaluate.DEFAULTS)
     # levers on top of b, one at a time
     "d": ("load_cuda, builds beside measuring", {**WAVES, "overlap": True}),
     "e": ("load_cuda, builds beside measuring", {**WAVES, "overlap": True, "time_budget": 0.1}),
+    "j": ("load_cuda, builds beside measuring, each finished worker joined first", {**WAVES, "overlap": True}),
 }
 OPEN = 'CUDA_SRC = r"""'  # every library file holds its CUDA source in this one string
 
@@ -184,7 +187,7 @@ def candidates(arm, per_task, torch_share, run):
                           "class ModelNew(Model):\n    pass\n")
         elif arm == "a":
             source = mark(read_kernel(TASKS[task][0]), tag)
-        elif arm in "bde":
+        elif arm in "bdej":
             source = mark(read_kernel(TASKS[task][1]), tag)
         else:
             source = inline_solution(mark(read_kernel(TASKS[task][1]), tag), f"candidate_{tag.lower()}")
@@ -236,13 +239,19 @@ def watch(path, arrivals, stop):
 def judge_arm(arm, cands, out, command, samples):
     """Judge one arm's candidates in one judge_many call; returns its row for the report."""
     route, settings = ARMS[arm]
-    arrivals, stop = {}, threading.Event()
-    watcher = threading.Thread(target=watch, args=(out + ".jsonl", arrivals, stop), daemon=True)
+    arrivals, done = {}, threading.Event()
+    watcher = threading.Thread(target=watch, args=(out + ".jsonl", arrivals, done), daemon=True)
     watcher.start()
+    stop = evaluate.Slot.stop
+    if arm == "j":  # the join-first scheduler: stop, then wait for the process before anything else
+        evaluate.Slot.stop = lambda slot: (stop(slot), slot.proc.join(5))
     t0 = time.time()
-    recs = evaluate.judge_many([(c["task"], c["source"]) for c in cands], out=out, command=command, **settings)
+    try:
+        recs = evaluate.judge_many([(c["task"], c["source"]) for c in cands], out=out, command=command, **settings)
+    finally:
+        evaluate.Slot.stop = stop
     t1 = time.time()
-    stop.set()
+    done.set()
     watcher.join()
     slim = [dict(task=c["key"][0], kind=c["key"][1], n=c["key"][2], status=r["status"], speedup=r.get("speedup"),
                  wall_s=r.get("wall_s"), run_s=r.get("run_s"), rounds_s=r.get("rounds_s"), to_record_s=round(arrivals.get((r["task"], r["solution"]), t1) - t0, 2),
@@ -291,7 +300,7 @@ def report(data):
                   f"{f'{min(aa):.2f}-{max(aa):.2f}x' if aa else 'n/a'} | "
                   f"{gap}{f' ({statistics.median(runs):.2f})' if runs else ''} |")
     md.append("")
-    for num, den, goal in [(n, d, g) for n in "bde" for d, g in (("c", 10), ("a", 3))]:
+    for num, den, goal in [(n, d, g) for n in "bdej" for d, g in (("c", 10), ("a", 3))]:
         if num in arms and den in arms:
             x = arms[num]["per_gpu_min"] / arms[den]["per_gpu_min"]
             md.append(f"- ({num})/({den}) = {x:.1f}x candidates per GPU-minute; the issue's goal is at least {goal}x: "
@@ -311,7 +320,8 @@ def report(data):
            "waves of its workers and runs nothing while anything builds, so every second of a wave's slowest build "
            "is a second the GPU idles, except with `overlap` (arms d and e: builds beside measuring). Arms a and c "
            "differ from b in route; a also in judge settings (today's defaults against RL's screening mode), c not; "
-           "d is b with builds overlapped, e is d with 0.1 s of timing per pair instead of 0.3 s."]
+           "d is b with builds overlapped, e is d with 0.1 s of timing per pair instead of 0.3 s, j is d with each "
+           "finished worker's process joined before the GPU goes to the next (as d was before the judge stopped waiting)."]
     failed = [(arm, s) for arm, r in sorted(arms.items()) for s in r["records"] if s["status"] != "ok"]
     if failed:
         md += ["", "Records that were not ok (the first 10):", ""]
@@ -324,7 +334,7 @@ def main(argv=None):
     # ---- what
     p.add_argument("--arms", default="a,b,c", help="arms to run now, in this order (a: pybind11 + default judge, "
                    "b: load_cuda + SCREEN, c: load_inline + SCREEN, d: b + builds beside measuring, e: d + 0.1 s "
-                   "timing); others already in the report are kept")
+                   "timing, j: d joining each finished worker first); others already in the report are kept")
     p.add_argument("--quick", action="store_true", help="1 CUDA candidate per task (11 candidates): ~2.5 min on the H200")
     p.add_argument("--per-task", type=int, default=0, help="CUDA candidates per task (0: 8, or 1 with --quick)")
     p.add_argument("--torch-share", type=float, default=0.25, help="PyTorch candidates as a share of all, 0 to <1")

@@ -7,6 +7,7 @@ import collections
 import copy
 import types
 import json
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -481,6 +482,7 @@ def test_waves_or_overlap(tasks, tmp_path, overlap):
         assert recs[1]["build_s"] >= 2 and recs[0]["queue_s"] >= 1.5  # B's slow build; A waited for it
     # each record says where its time went: building, waiting for the device, holding it
     assert all(r["build_s"] >= 0 and r["queue_s"] >= 0 and 0 < r["gpu_s"] <= r["wall_s"] for r in recs)
+    assert not multiprocessing.active_children()  # the GPU moves on before a worker is reaped; all are by the end
 
 
 def test_flags_constant_and_zero_reference(tmp_path):
