@@ -1113,6 +1113,23 @@ def split_score(records, tasks):
     return dict(tasks=len(tasks), answers=len(records), correct=sum(bool(r and r.get("correct")) for _, r in records)
                 / max(1, len(records)), solved=len(best), geomean=geomean)
 
+
+def held_out_scores(results, groups):
+    """{group: split_score} of held-out answers: results holds (task, first, second try, resampled), each
+    answer a (source, record) or None when not asked. '{group} second try' and '{group} resampled' score
+    each task by the better of its first answer and that one; their correct is the second answers' share."""
+    stats = {}
+    for group, ts in groups.items():
+        rows = [r for r in results if r[0] in ts]
+        ones = [(r[0], r[1][1]) for r in rows]
+        stats[group] = split_score(ones, ts)
+        for i, name in ((2, "second try"), (3, "resampled")):
+            twos = [(r[0], r[i][1]) for r in rows if r[i]]
+            if twos:
+                stats[f"{group} {name}"] = {**split_score(ones + twos, ts), "answers": len(twos),
+                                            "correct": split_score(twos, ts)["correct"]}
+    return stats
+
 # -----------------------------------------------------------------------------
 # prompts and answers
 #

@@ -400,16 +400,7 @@ def held_out_eval():
         for attempt, (src, rec) in ((i, a) for i, a in enumerate(tries, 1) if a):
             answers.append(dict(task=t, attempt=attempt, source=src,
                                 **{k: rec.get(k) for k in ("status", "speedup", "err_vs_tol", "message")}))
-    stats = {}
-    for group, ts in held_groups.items():
-        ones = [(t, a[1]) for t, a, *_ in results if t in ts]
-        stats[group] = cudal1.split_score(ones, ts)
-        for i, name in ((2, "second try"), (3, "resampled")):  # the better of two answers per task; correct: of the other
-            twos = [(t, r[i][1]) for r in results if r[0] in ts and r[i]]
-            if twos:
-                stats[f"{group} {name}"] = {**cudal1.split_score(ones + twos, ts), "answers": len(twos),
-                                            "correct": cudal1.split_score(twos, ts)["correct"]}
-    return stats, answers
+    return cudal1.held_out_scores(results, held_groups), answers
 
 
 def log_held_out(step):

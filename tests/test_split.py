@@ -187,6 +187,17 @@ def test_held_out_tasks_are_the_split_and_score_counts_missing_tasks_as_1x(tmp_p
     assert s == dict(tasks=3, answers=4, correct=0.5, solved=1, geomean=pytest.approx(4 ** (1 / 3)))
 
 
+def test_a_second_answer_counts_for_its_own_task():
+    ok = lambda x: ("src", {"correct": True, "speedup": x})
+    fail = ("src", {"correct": False, "speedup": None})
+    # a: first 2x, second try fails; b: first fails, second 3x; c: no second try; resampled for a alone
+    results = [("a", ok(2.0), fail, ok(1.5)), ("b", fail, ok(3.0), None), ("c", ok(1.2), None, None), ("z", ok(9.0), None, None)]
+    s = cudal1.held_out_scores(results, {"g": ["a", "b", "c"]})
+    assert s["g"] == dict(tasks=3, answers=3, correct=pytest.approx(2 / 3), solved=2, geomean=pytest.approx(2.4 ** (1 / 3)))
+    assert s["g second try"] == dict(tasks=3, answers=2, correct=0.5, solved=3, geomean=pytest.approx(7.2 ** (1 / 3)))
+    assert s["g resampled"] == dict(tasks=3, answers=1, correct=1.0, solved=2, geomean=pytest.approx(2.4 ** (1 / 3)))
+
+
 def test_rl_on_generated_tasks_seeds_the_teacher_and_measures_the_split(tmp_path):
     # --rl-tasks generated: the tasks stage 1 trained on (a teacher solution each), the teacher's
     # measured solutions as seeds, the split measured before the first step and at the end, and
