@@ -47,7 +47,7 @@ def split_head(solution, head):
     target, expr = line.split("  #")[0].split(" = ", 1)
     call = ast.parse(expr, mode="eval").body
     conv = f"F.{head}"
-    if isinstance(call.func, ast.Attribute) and call.func.attr == head:  # F.conv_transpose3d(x, w, b, stride, pad, opad)
+    if ast.unparse(call.func) == conv:  # F.conv_transpose3d(x, w, b, stride, pad, opad)
         x, w, b, stride, pad, opad = map(ast.unparse, call.args)
     else:  # self.conv_transpose(x): the module's own weight, bias and settings
         mod, x = ast.unparse(call.func), ast.unparse(call.args[0])

@@ -354,10 +354,28 @@ def _head(rng, p):
     return head, [(b, cin) + sp], (b, cout) + out
 
 
-# attribute names of the ops that own parameters or modules (never a constant's name)
-ATTRS = {"bias": "bias", "add_param": "shift", "sub_param": "offset", "mul_param": "scale", "div_param": "denominator",
-         "batch_norm": "batch_norm", "group_norm": "group_norm", "layer_norm": "layer_norm",
-         "instance_norm": "instance_norm", "dropout": "dropout", "max_pool": "max_pool", "avg_pool": "avg_pool"}
+# Names, each drawn from a few (the first is the one every task used before): a policy trained on one
+# name per op recalled it instead of reading the task (H200 and CPU runs: held-out answers calling
+# self.gemm where KernelBench's task says self.matmul, self.scale for self.multiplier). Attribute names
+# of the ops that own parameters or modules; never a constant's name, never a template's variable.
+ATTRS = {"bias": ("bias", "bias_term", "extra_bias"), "add_param": ("shift", "add_term", "offset_add"),
+         "sub_param": ("offset", "sub_term", "subtrahend"), "mul_param": ("scale", "gain", "scale_param"),
+         "div_param": ("denominator", "div_term", "divisor_param"), "batch_norm": ("batch_norm", "bn", "norm"),
+         "group_norm": ("group_norm", "gn", "norm"), "layer_norm": ("layer_norm", "ln", "norm"),
+         "instance_norm": ("instance_norm", "inorm", "norm"), "dropout": ("dropout", "drop", "dropout_layer"),
+         "max_pool": ("max_pool", "pool", "maxpool"), "avg_pool": ("avg_pool", "pool", "avgpool")}
+HEAD_ATTRS = {"gemm": ("gemm", "linear", "fc", "matmul", "dense"), "matmul": ("weight", "proj", "weight_matrix"),
+              "conv2d": ("conv", "conv2d", "conv_layer"), "conv3d": ("conv", "conv3d", "conv_layer"),
+              "conv_transpose2d": ("conv_transpose", "conv_transpose2d", "deconv", "conv_t"),
+              "conv_transpose3d": ("conv_transpose", "conv_transpose3d", "deconv", "conv_t")}
+CONST_NAMES = {  # the constants' names (module constants, __init__ arguments and attributes)
+    "Scaling": (("scaling_factor",), ("scale_factor",), ("factor",)), "Multiply": (("multiplier",), ("multiply_value",)),
+    "div_const": (("divisor",), ("divide_by",)), "add_const": (("add_value",), ("add_constant",)),
+    "sub_const": (("subtract_value",), ("sub_value",)), "leaky_relu": (("negative_slope",), ("leaky_slope",)),
+    "hardtanh": (("hardtanh_min", "hardtanh_max"), ("min_val", "max_val")),
+    "clamp": (("clamp_min", "clamp_max"), ("lower", "upper")), "min_const": (("min_value",), ("min_bound",)),
+    "max_const": (("max_value",), ("max_bound",)),
+}
 CONSTS = {  # value choices: a few that make an op a no-op (1.0, 0.0) on purpose
     "mul_const": (0.5, 2.0, 1.5, 0.25, 3.0, 10.0, 0.1, -1.0, 1.0),
     "div_const": (2.0, 4.0, 3.0, 0.5, 10.0, 1.5, 1.0),
@@ -429,15 +447,30 @@ def draw(seed, size="gpu"):
                 break
         else:
             break
-        base = ATTRS.get(op["kind"])
-        if base:  # named once, here: a parameter keeps its name when a test removes another op
-            op["attr"] = base if base not in names else next(f"{base}{i}" for i in range(2, 99) if f"{base}{i}" not in names)
-            names.add(op["attr"])
         if op["kind"] == "mul_const":
             op["token"] = rng.choice(("Scaling", "Multiply"))
         spec["ops"].append(op)
         state = new
+    _name(spec)
     return spec
+
+
+def _name(spec):
+    """Every attribute and constant name of the spec, drawn from its own generator: the ops, shapes and
+    moves a seed drew before names varied are the ones it draws now. Named once, here: a parameter
+    keeps its name when a test removes another op."""
+    rng, taken = random.Random(f"names {spec['seed']}"), set()
+    if spec["head"]["kind"] in HEAD_ATTRS:
+        spec["head"]["attr"] = rng.choice(HEAD_ATTRS[spec["head"]["kind"]])
+        taken.add(spec["head"]["attr"])
+    for op in spec["ops"]:
+        if op["kind"] in ATTRS:
+            base = rng.choice(ATTRS[op["kind"]])
+            op["attr"] = base if base not in taken else next(f"{base}{i}" for i in range(2, 99) if f"{base}{i}" not in taken)
+            taken.add(op["attr"])
+        names = CONST_NAMES.get(op.get("token") if op["kind"] == "mul_const" else op["kind"])
+        if names:
+            op["names"] = rng.choice(names)
 
 
 # -----------------------------------------------------------------------------
@@ -525,12 +558,13 @@ def _render_head(spec, const):
     if kind in ("gemm", "matmul"):
         const("in_features", head["fin"])
         const("out_features", head["fout"])
+        attr = head["attr"]
         if kind == "gemm":
-            init.append("self.gemm = nn.Linear(in_features, out_features)")
-            fwd.append(f"x = self.gemm(x)  # {_fmt(spec['out'])}")
+            init.append(f"self.{attr} = nn.Linear(in_features, out_features)")
+            fwd.append(f"x = self.{attr}(x)  # {_fmt(spec['out'])}")
         else:
-            init.append("self.weight = nn.Parameter(torch.randn(in_features, out_features) / in_features ** 0.5)")
-            fwd.append(f"x = torch.matmul(x, self.weight)  # {_fmt(spec['out'])}")
+            init.append(f"self.{attr} = nn.Parameter(torch.randn(in_features, out_features) / in_features ** 0.5)")
+            fwd.append(f"x = torch.matmul(x, self.{attr})  # {_fmt(spec['out'])}")
         inputs_src = ["torch.randn(batch_size, in_features)"]
     elif kind == "bmm":
         for name, value in (("m", inputs[0][1]), ("k", inputs[0][2]), ("n", inputs[1][2])):
@@ -556,8 +590,7 @@ def _render_head(spec, const):
             if head[key] != (1 if key == "stride" else 0):
                 const(name, head[key])
                 extra += f", {name}={name}"
-        module = "ConvTranspose" if "transpose" in kind else "Conv"
-        attr = "conv_transpose" if "transpose" in kind else "conv"
+        module, attr = "ConvTranspose" if "transpose" in kind else "Conv", head["attr"]
         init.append(f"self.{attr} = nn.{module}{d}(in_channels, out_channels, kernel_size{extra})")
         fwd.append(f"x = self.{attr}(x)  # {_fmt(spec['out'])}")
         inputs_src = [f"torch.randn(batch_size, in_channels, {', '.join(sp)})"]
@@ -583,9 +616,7 @@ def _render_elementwise(op, s, const):
                 "div_param": "divide by a learned per-channel divisor"}[k]
         return [f"self.{op['attr']} = nn.Parameter({init_value})"], f"x = x {sym} self.{op['attr']}", what
     if k in ("mul_const", "div_const", "add_const", "sub_const"):
-        base = {"mul_const": "scaling_factor" if op.get("token") == "Scaling" else "multiplier",
-                "div_const": "divisor", "add_const": "add_value", "sub_const": "subtract_value"}[k]
-        name = const(base, op["value"])
+        name = const(op["names"][0], op["value"])
         sym = {"mul_const": "*", "div_const": "/", "add_const": "+", "sub_const": "-"}[k]
         what = {"mul_const": "multiply by", "div_const": "divide by", "add_const": "add", "sub_const": "subtract"}[k]
         return [f"self.{name} = {name}"], f"x = x {sym} self.{name}", f"{what} {op['value']}"
@@ -598,18 +629,18 @@ def _render_elementwise(op, s, const):
     if k == "swish":
         return [], "x = x * torch.sigmoid(x)  # Swish", "Swish"
     if k == "leaky_relu":
-        name = const("negative_slope", op["value"])
+        name = const(op["names"][0], op["value"])
         return ([f"self.{name} = {name}"], f"x = F.leaky_relu(x, negative_slope=self.{name})",
                 f"LeakyReLU({op['value']})")
     if k in ("hardtanh", "clamp"):
-        a, b = const(f"{k}_min", op["min"]), const(f"{k}_max", op["max"])
+        a, b = const(op["names"][0], op["min"]), const(op["names"][1], op["max"])
         init = [f"self.{a} = {a}", f"self.{b} = {b}"]
         if k == "hardtanh":
             return init, f"x = F.hardtanh(x, min_val=self.{a}, max_val=self.{b})", f"Hardtanh({op['min']}, {op['max']})"
         return init, f"x = torch.clamp(x, min=self.{a}, max=self.{b})", f"clamp to [{op['min']}, {op['max']}]"
     if k in ("min_const", "max_const"):
         bound = "max" if k == "min_const" else "min"  # min(x, v) clamps from above
-        name = const(f"{k[:3]}_value", op[bound])
+        name = const(op["names"][0], op[bound])
         return ([f"self.{name} = {name}"], f"x = torch.clamp(x, {bound}=self.{name})  # {k[:3]}(x, {name})",
                 f"{k[:3]} with {op[bound]}")
     return None

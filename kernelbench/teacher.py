@@ -93,8 +93,9 @@ class Task:
         self.op_lines = body
         assert len(body) == len(self.ops), (meta["seed"], body)
         self.conv = self.head.startswith("conv")
-        self.attr = {"gemm": "self.gemm", "matmul": "self.weight"}.get(self.head) or \
-            ("self.conv_transpose" if "transpose" in self.head else "self.conv")
+        # the head's module or weight, as the task names it: 'self.gemm', 'self.fc', 'self.weight', 'self.deconv'
+        self.attr = "self." + re.findall(r"self\.(\w+)", self.head_line)[0] if self.head_line and \
+            self.head != "bmm" else None
 
     # ---- small views of the task
 
@@ -136,11 +137,11 @@ class Task:
                 "conv_transpose2d": ".view(1, -1, 1, 1)", "conv_transpose3d": ".view(1, -1, 1, 1, 1)"}[self.head]
 
     def weight(self):
-        return "self.weight" if self.head == "matmul" else f"{self.attr}.weight"
+        return self.attr if self.head == "matmul" else f"{self.attr}.weight"
 
     def head_bias(self):
         """The head's bias as an expression; the matmul head has none: zeros, one per output feature."""
-        return "self.weight.new_zeros(self.weight.shape[1])" if self.head == "matmul" else f"{self.attr}.bias"
+        return f"{self.attr}.new_zeros({self.attr}.shape[1])" if self.head == "matmul" else f"{self.attr}.bias"
 
 
 def _fmt(shape):
@@ -215,7 +216,7 @@ def _cached(t, name, what, lines, result, consts=(), device=False):
 
 def _is_param(t, expr):
     """Is `expr` ('self.gemm.weight', 'self.scale', 'self.scaling_factor') one of the task's parameters?"""
-    if expr in (f"{t.attr}.weight", f"{t.attr}.bias") or (t.head == "matmul" and expr == "self.weight"):
+    if expr in (f"{t.attr}.weight", f"{t.attr}.bias") or (t.head == "matmul" and expr == t.attr):
         return True
     return any(op["kind"] in gen.PARAMS and expr == f"self.{op['attr']}" for op in t.ops)
 

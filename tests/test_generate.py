@@ -152,17 +152,13 @@ def check_affine(spec, states, i, model, tmp_path):
     close(run(t, [h]), a.view(view) * h + b.view(view))
 
 
-HEAD_ATTR = {"gemm": "gemm", "conv2d": "conv", "conv3d": "conv", "conv_transpose2d": "conv_transpose",
-             "conv_transpose3d": "conv_transpose"}
-
-
 def head_out(spec, model, x, weight=None, bias=None):
     """The head on x, with its weight and bias replaced when given."""
     kind = spec["head"]["kind"]
     with torch.no_grad():
         if kind == "matmul":
-            return x @ (model.weight if weight is None else weight) + (0 if bias is None else bias)
-        m = getattr(model, HEAD_ATTR[kind])
+            return x @ (getattr(model, spec["head"]["attr"]) if weight is None else weight) + (0 if bias is None else bias)
+        m = getattr(model, spec["head"]["attr"])
         if weight is None:
             return m(x)
         if kind == "gemm":
@@ -183,9 +179,9 @@ def folded(spec, model, a, b):
     """The head's weight and bias with the per-channel map a * h + b folded in."""
     kind = spec["head"]["kind"]
     if kind == "matmul":
-        w, bias = model.weight.detach(), torch.zeros(len(a))
+        w, bias = getattr(model, spec["head"]["attr"]).detach(), torch.zeros(len(a))
     else:
-        m = getattr(model, HEAD_ATTR[kind])
+        m = getattr(model, spec["head"]["attr"])
         w, bias = m.weight.detach(), m.bias.detach()
     view = [1] * w.dim()
     view[fold_dim(kind)] = -1
