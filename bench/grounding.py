@@ -13,9 +13,10 @@ curricula ended on (results/curriculum-cpu-g8000-subclass.md).
 import ast
 import collections
 import json
+import os
 import sys
 
-sys.path.insert(0, __import__("os").path.dirname(__import__("os").path.dirname(__import__("os").path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import cudal1  # noqa: E402
 
 

@@ -438,7 +438,6 @@ def draw(seed, size="gpu"):
     state = trace(spec)[0]
     n = _pick(rng, N_OPS)
     weights = {k: w for k, (w, _) in OPS.items()}
-    names = set()
     while len(spec["ops"]) < n:
         for _ in range(20):  # elementwise ops are valid anywhere: a few tries find a valid op
             op = _draw_op(rng, _pick(rng, weights), state)

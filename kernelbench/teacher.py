@@ -93,9 +93,10 @@ class Task:
         self.op_lines = body
         assert len(body) == len(self.ops), (meta["seed"], body)
         self.conv = self.head.startswith("conv")
-        # the head's module or weight, as the task names it: 'self.gemm', 'self.fc', 'self.weight', 'self.deconv'
-        self.attr = "self." + re.findall(r"self\.(\w+)", self.head_line)[0] if self.head_line and \
-            self.head != "bmm" else None
+        # the head's module or weight, as the task names it ('self.fc', 'self.weight', 'self.deconv'); None for
+        # bmm, whose line reads no attribute, and for no head
+        named = re.search(r"self\.\w+", self.head_line or "")
+        self.attr = named and named.group(0)
 
     # ---- small views of the task
 
