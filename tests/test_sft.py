@@ -54,7 +54,7 @@ def test_contrastive_pairs_from_measured_solutions(tmp_path):
     # a prompt too long for the block drops its slowest exemplar until it fits (LeakyReLU's v1 never
     # does); what is left alone with the answer must fit too, or the pair is dropped, never cut
     # (LeakyReLU's longer task source with the reference shown leaves no room for its answer)
-    assert "5 solutions (4 fit) + 2 contrastive pairs (1 fit)" in p.stdout, p.stdout
+    assert "5 plain pairs (4 fit) + 2 contrastive pairs (1 fit)" in p.stdout, p.stdout
     p = subprocess.run(cmd + ["--speedups", "nothing.jsonl"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert "no nothing.jsonl: no contrastive pairs" in p.stdout, p.stdout + p.stderr
 
@@ -213,9 +213,18 @@ def test_reference_pairs_teach_the_opening_prompt_of_a_fresh_task(tmp_path):
     p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert f"{want} reference-only contrastive pairs" in p.stdout and slow not in p.stdout.split("of the moves")[1].split("\n")[0]
+    # plain pairs: the library's file, and one solution per generated task, of a move the records
+    # rank fastest (slow only where a task has no other); --every-move keeps them all
+    tasks, solutions = sum(bool(ms) for ms in moves.values()), sum(map(len, moves.values()))
+    assert tasks < solutions, moves
+    only_slow = sum(ms == {slow} for ms in moves.values())
+    assert f"plain pairs: {1 + tasks} of {1 + solutions} solutions" in p.stdout, p.stdout
+    assert f"{slow} {only_slow} (0.80x)" in p.stdout, p.stdout
+    assert f"{1 + tasks} plain pairs" in p.stdout, p.stdout
     assert f"+ {want} contrastive pairs ({want} fit)" in p.stdout, p.stdout
-    p = subprocess.run(cmd[:-1] + ["1"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    p = subprocess.run(cmd[:-1] + ["1", "--every-move"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert "+ 1 contrastive pairs (1 fit)" in p.stdout, p.stdout[-3000:] + p.stderr[-3000:]
+    assert f"{1 + solutions} plain pairs" in p.stdout and "plain pairs:" not in p.stdout, p.stdout
     # --solution-pairs: every task with two or more solutions shows the reference and one of them, 'not
     # measured', and answers with another (of a fast move where it has one: a slow move shown or not)
     two = sum(len(ms) >= 2 for ms in moves.values())
