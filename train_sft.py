@@ -373,7 +373,9 @@ def fastest_plain(examples, speedups):
     choice: with every move taught alike, the H200 checkpoint wrote a fused epilogue (1.33x over 449
     judged teacher solutions) on 10 of 32 held-out tasks although ~80% admit one, and folds (1.03-1.08x)
     on 9. Picking each task's move by this ranking reaches 1.335x geomean on the 543 judged training
-    tasks, against 1.351x for the best move of each and 1.244x for a move drawn at random."""
+    tasks, against 1.351x for the best move of each and 1.244x for a move drawn at random. So taught,
+    two seeds wrote the fused epilogue on 22 and 19 held-out tasks, and read 84% correct at 1.24x and
+    69% at 1.26x (greedy), against 62% at 1.12x with every move (results/curriculum-h200-fastest-move.md)."""
     rank = move_speed(speedups)
     by_task, out = {}, []
     for e in examples:

@@ -4,7 +4,11 @@ the attributes its ModelNew reads (self.NAME) that neither the task's Model nor 
 defines: an answer with none is grounded.
 
     python bench/grounding.py OUT/answers-held_out.jsonl [...]     # one line per file
-    python bench/grounding.py out/rl-start/held_out_answers.jsonl  # run where its task paths resolve
+    python bench/grounding.py /tmp/dev/out/rl-start/held_out_answers.jsonl  # a run unpacked elsewhere
+
+A task path is read from the nearest folder above the answers file that holds it (a run's out/
+unpacked anywhere reads its own held-out tasks, not this checkout's out/ of another run), else from
+here (kernelbench/).
 
 A policy that writes the names it saw in training for an op, not the ones its task's prompt spells,
 calls attributes the task lacks (self.scale for the task's self.multiplier): the failure the CPU
@@ -48,13 +52,25 @@ def unknown(task_source, code):
     return sorted(reads - known)
 
 
+def task_file(answers_path, task):
+    """`task` (a path from the repository root of the run) from the nearest folder above
+    `answers_path` that holds it, else as it reads from here."""
+    d = os.path.dirname(os.path.abspath(answers_path))
+    while True:
+        if os.path.exists(os.path.join(d, task)):
+            return os.path.join(d, task)
+        if d == os.path.dirname(d):
+            return task
+        d = os.path.dirname(d)
+
+
 def main(paths):
     for path in paths:
         rows = [r for r in map(json.loads, open(path)) if r.get("attempt", 1) == 1]
         counts, missing = collections.Counter(), collections.Counter()
         for r in rows:
             code = r["source"] if "source" in r else cudal1.parse_answer(r["text"])[0]
-            bad = None if code is None else unknown(open(r["task"]).read(), code)
+            bad = None if code is None else unknown(open(task_file(path, r["task"])).read(), code)
             group = "level2" if "/level2/" in r["task"] else "generated"
             counts[group, "answers"] += 1
             counts[group, "parsed"] += bad is not None

@@ -26,3 +26,15 @@ def test_names_the_task_lacks_are_reported_and_the_answers_own_are_not():
            "        return self._cached\n\n    def forward(self, x):\n        return x @ self.folded().t() + self._key\n")
     assert grounding.unknown(TASK, own) == []
     assert grounding.unknown(TASK, "class ModelNew(Model:\n") is None
+
+
+def test_a_task_is_read_from_the_run_that_holds_the_answers(tmp_path, monkeypatch):
+    # the run's out/ unpacked elsewhere: its task, not one of the same path under the working folder
+    run, here = tmp_path / "run", tmp_path / "here"
+    for root, text in ((run, TASK), (here, "stale")):
+        (root / "out" / "held_out").mkdir(parents=True)
+        (root / "out" / "held_out" / "1_X.py").write_text(text)
+    answers = run / "out" / "answers.jsonl"
+    monkeypatch.chdir(here)
+    assert open(grounding.task_file(str(answers), "out/held_out/1_X.py")).read() == TASK
+    assert grounding.task_file(str(answers), "kernelbench/none.py") == "kernelbench/none.py"
