@@ -289,3 +289,24 @@ def test_inherit_constructor_edits_only_what_it_can_read():
                  sol.replace("import torch.nn as nn\n", "import torch.nn as nn\nnn = MyNN()\n"),  # a name it redefines
                  sol.replace("\n", "\r\n"), "not python ("):
         assert cudal1.inherit_constructor(same, task) == same, same
+
+
+def test_fill_tokens_takes_as_many_rows_as_fit(tmp_path):
+    # three pairs of about one length: one row a step at --batch-size 1, all three when
+    # --fill-tokens leaves room for them; the step's line says its tokens
+    level = tmp_path / "kernels" / "level1"
+    level.mkdir(parents=True)
+    for name in ("19_ReLU.py", "19_ReLU.v2.py", "20_LeakyReLU.py"):
+        (level / name).write_text(RELU)
+    tokens = {}
+    for fill in ("0", "1000000"):
+        cmd = [sys.executable, os.path.join(ROOT, "train_sft.py"), "--kernels", str(tmp_path / "kernels"),
+               "--tasks", os.path.join(ROOT, "kernelbench"), "--kinds", "pytorch", "--device", "cpu", "--n-layer", "1",
+               "--n-head", "2", "--n-embd", "32", "--block-size", "2048", "--vocab-size", "259", "--steps", "2",
+               "--batch-size", "1", "--log-every", "1", "--rounds", "0", "--speedups", "none.jsonl",
+               "--fill-tokens", fill, "--out", str(tmp_path / f"out{fill}")]
+        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+        line = next(x for x in p.stdout.splitlines() if x.startswith("step     1 "))
+        tokens[fill] = int(line.rsplit("| ", 1)[1].split()[0].replace(",", ""))
+    assert 2.5 * tokens["0"] < tokens["1000000"] < 3.5 * tokens["0"], tokens
