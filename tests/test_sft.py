@@ -124,7 +124,7 @@ def test_generated_tasks_and_the_held_out_line(tmp_path):
     generated = [f for f in report["solution_files"] if f.startswith(str(out / "generated" / "solutions"))]
     assert len(generated) == 4 and len(report["solution_files"]) == 5 and len(report["generated_tasks"]) == 3
     assert not [f for f in generated if cudal1.solution_kind(open(f).read()) == "cuda"]
-    assert "5 solutions (5 fit)" in p.stdout, p.stdout
+    assert "5 plain pairs (5 fit)" in p.stdout, p.stdout
     copy = json.load(open(tmp_path / "r.json"))  # --report's copy counts the generated files it trained on
     assert copy["solution_files"] == [str(tmp_path / "kernels" / "level1" / "19_ReLU.py")], copy["solution_files"]
     assert copy["generated_solution_files"] == 4 and copy["generated_tasks"] == 3 and copy["held_out"] == report["held_out"]
