@@ -116,6 +116,10 @@ print(','.join(s for _, s in best.values()))")
           python3 bench/carry_checkpoint.py pack out/sft "$OUT/sft" ;;
     uncarry-sft)  # a carried checkpoint (copied into carried/sft here, passed with carry=["carried"]) back to out/sft
           python3 bench/carry_checkpoint.py unpack carried/sft out/sft ;;
+    held-out-sft)  # out/sft (from ablation-arms, or uncarry-sft) resumed past its last step: train_sft's own held-out
+                   # line, greedy and 4 sampled answers per held-out task -> results/curriculum-h200-SFT_TAG-held-out.md
+          timeout "${BUDGET:-480}" python3 train_sft.py --out out/sft --rounds 0 ${SFT_FLAGS:-} \
+            --report "results/curriculum-h200-${SFT_TAG:-stage1}-held-out" 2>&1 | tail -8 ;;
     curriculum)  # issue 14: stages 1-2 on the curriculum default, the held-out line -> results/curriculum-h200.{md,json}
           timeout "${BUDGET:-540}" python3 train_sft.py --out out/sft --report results/curriculum-h200 ${SFT_FLAGS:-} 2>&1 | tail -30 ;;
     train) make -s train 2>&1 | tail -40 ;;
