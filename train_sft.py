@@ -2,7 +2,7 @@
 Stages 1 and 2 of cudal1: supervised fine-tuning on the verified solutions in kernels/, then rounds
 of self-training on the policy's own answers that the judge verified.
 
-Stage 1 trains next-token prediction on (plain prompt -> answer) pairs, one per solution file: the
+Stage 1 trains next-token prediction on (plain prompt -> answer) pairs, one per library file: the
 prompt is the task's reference source and the target device, the answer is the solution's docstring
 (the performance analysis), a design line and its code; the loss covers answer tokens only. Beside
 them, contrastive pairs teach the prompt format of stage 3: for a solution whose speedup the judge
@@ -22,8 +22,9 @@ so every run reports parse / compile / correct rates and speedups before and aft
 plain and for contrastive prompts.
 
 --generated N (the GPU default: 60000) adds N generated training-split
-tasks (kernelbench/generate.py) with every teacher solution that runs here (kernelbench/teacher.py)
-as plain pairs, written to <out>/generated; each stage-2 round samples --generated-sample of them
+tasks (kernelbench/generate.py) with the teacher solutions that run here (kernelbench/teacher.py),
+written to <out>/generated: each task's fastest move by the judge's records makes its plain pair
+(fastest_plain; --every-move: every move), the others answer contrastive pairs; each stage-2 round samples --generated-sample of them
 too. At the end it judges greedy and sampled answers to --held-out-tasks held-out generated tasks
 (and, on a GPU, the 20 held-out KernelBench level-2 tasks), tasks no training input touched
 (cudal1.held_out), and prints their correct rates and geomean speedups.
@@ -110,9 +111,9 @@ parser.add_argument("--batch-tokens", type=int, default=-1, help="at most this m
                     "longest row (before rounding up to PAD_TO): long rows come fewer to a batch; 0: off; -1: 16384 "
                     "for a policy over 200M parameters on a GPU (Qwen2.5-Coder-1.5B peaked at 94 GiB at 8 x 2048 on "
                     "an H200), else off")
-parser.add_argument("--fill-tokens", type=int, default=0, help="rows a batch: about this many tokens over its first "
-                    "row's length, so short pairs come more to a batch than long ones (each pair still weighs the "
-                    "same in expectation); 0: --batch-size rows")
+parser.add_argument("--fill-tokens", type=int, default=0, help="about N tokens a batch: N over its first row's length "
+                    "(padded) rows, in place of --batch-size, so short pairs come more to a batch than long ones "
+                    "(each pair still weighs the same in expectation); --batch-tokens still caps; 0: off")
 parser.add_argument("--lr", type=float, default=-1, help="peak learning rate, linear warmup then cosine to 10%%; "
                     "-1: device default")
 parser.add_argument("--warmup", type=int, default=-1, help="warmup steps of stage 1 and of each round "
@@ -371,24 +372,27 @@ def move_speed(speedups):
 
 def fastest_plain(examples, speedups):
     """The examples that make plain pairs: every library solution, and of each generated task the one
-    solution whose move is fastest on the judge's records (move_speed; a task whose moves are all
-    unranked keeps them all). A plain prompt names no speed, so its answer is the policy's first
-    choice: with every move taught alike, the H200 checkpoint wrote a fused epilogue (1.33x over 449
-    judged teacher solutions) on 10 of 32 held-out tasks although ~80% admit one, and folds (1.03-1.08x)
-    on 9. Picking each task's move by this ranking reaches 1.335x geomean on the 543 judged training
-    tasks, against 1.351x for the best move of each and 1.244x for a move drawn at random. So taught,
-    two seeds wrote the fused epilogue on 22 and 19 held-out tasks, and read 84% correct at 1.24x and
-    69% at 1.26x (greedy), against 62% at 1.12x with every move (results/curriculum-h200-fastest-move.md)."""
+    solution whose move is fastest on the judge's records (move_speed; the first of a tie; a task none
+    of whose moves is ranked keeps them all). A plain prompt names no speed, so its answer is the
+    policy's first choice: with every move taught alike, the H200 checkpoint of one name per op wrote
+    a fused epilogue (1.33x over 449 judged teacher solutions) on 10 of 32 held-out tasks although
+    ~80% admit one, and folds (1.03-1.20x) on 9. Picking each task's move by this ranking reaches
+    1.335x geomean on the 543 judged training tasks, against 1.351x for the best move of each and
+    1.244x for a move drawn at random. So taught, two seeds wrote the fused epilogue on 22 and 19
+    held-out tasks, and read 84% correct at 1.24x and 69% at 1.26x (greedy), against 62% at 1.12x
+    with every move (results/curriculum-h200-fastest-move.md)."""
     rank = move_speed(speedups)
+    speed = lambda e: rank.get(move_of(cudal1.solution_name(e["path"])), 0.0)  # 0: unranked
     by_task, out = {}, []
     for e in examples:
-        name = cudal1.solution_name(e["path"])
-        if name.startswith("levelG/") and move_of(name) in rank:
+        if cudal1.solution_name(e["path"]).startswith("levelG/"):
             by_task.setdefault(e["task"], []).append(e)
         else:
             out.append(e)
-    return out + [max(group, key=lambda e: rank[move_of(cudal1.solution_name(e["path"]))])
-                  for group in by_task.values()]
+    for group in by_task.values():
+        best = max(group, key=speed)
+        out += [best] if speed(best) else group
+    return out
 
 
 def reference_pairs(examples, speedups, n, fast):
@@ -396,8 +400,8 @@ def reference_pairs(examples, speedups, n, fast):
     contrastive prompt stage 3 opens with on a task it never saw (its bank holds the reference alone),
     answered by one of the task's teacher solutions with no measured speedup (a record of a failure
     counts as none: every teacher record so far is ok). No speed of the answer is claimed, and the
-    answers come only from `fast` moves (fast_moves), the fastest of them (move_speed) where a task
-    has two, as its plain pair does (fastest_plain). Without them, ~400 contrastive pairs beside
+    answers come only from `fast` moves (fast_moves), the fastest of them (move_speed; the first of a
+    tie) where a task has two, as its plain pair does (fastest_plain). Without them, ~400 contrastive pairs beside
     75k plain ones, the policy parsed 44-57% of its contrastive answers in stage 3 on the H200,
     against 100% of its plain ones."""
     one, speed = {}, move_speed(speedups)
@@ -571,10 +575,14 @@ def encode_shown(pairs):
 
 
 plain = examples if args.every_move else fastest_plain(examples, speedups or {})
+move_speeds = move_speed(speedups or {})
 if len(plain) < len(examples):
-    speed, taught = move_speed(speedups), Counter(move_of(cudal1.solution_name(e["path"])) for e in plain)
+    taught = Counter(move_of(cudal1.solution_name(e["path"])) for e in plain)
+    ranked = sorted(move_speeds, key=move_speeds.get, reverse=True)
     say(f"plain pairs: {len(plain)} of {len(examples)} solutions, a generated task's fastest move only; tasks per "
-        f"move (its judged geomean): {', '.join(f'{m} {taught[m]} ({speed[m]:.2f}x)' for m in sorted(speed, key=speed.get, reverse=True))}")
+        f"move (its judged geomean): {', '.join(f'{m} {taught[m]} ({move_speeds[m]:.2f}x)' for m in ranked)}")
+elif gen_examples and not args.every_move and not move_speeds:
+    say(f"no judged teacher moves in {args.speedups}: every generated solution makes a plain pair")
 data = encode([(e["prompt"], e["answer"]) for e in plain])
 n_plain = len(data)
 shown_pairs = cpairs + rpairs + spairs
@@ -635,8 +643,9 @@ def get_batch(pool, batch_size):
     size, so each pair weighs as much as with fixed rows, but every step is as big. On the H200 a step
     of 64 rows ran at 16-38% MFU by its length (27.7-29.8% over a run's second half)."""
     start = gen.randrange(len(pool))
-    if args.fill_tokens:  # the pool is sorted by length: the first row's stands for the batch's
-        batch_size = max(1, min(len(pool), args.fill_tokens // len(pool[start][0])))
+    if args.fill_tokens:  # the pool is sorted by length: the first row's stands for the batch's (one B per T)
+        T = -(-(len(pool[start][0]) - 1) // PAD_TO) * PAD_TO
+        batch_size = max(1, min(len(pool), args.fill_tokens // T))
     rows = [pool[(start + j) % len(pool)] for j in range(batch_size)]
     longest = lambda: max(len(ids) for ids, _ in rows) - 1  # T before padding to PAD_TO
     while args.batch_tokens and len(rows) > 1 and len(rows) * longest() > args.batch_tokens:

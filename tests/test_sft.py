@@ -195,13 +195,15 @@ def test_reference_pairs_teach_the_opening_prompt_of_a_fresh_task(tmp_path):
     for name, source, meta in gen.tasks(0, 6, "cpu", split="train"):
         moves[name] = {m for m, s in teacher.solutions(source, meta) if cudal1.solution_kind(s) == "pytorch"}
     every = sorted(set().union(*moves.values()))
-    assert len(every) >= 2
+    assert len(every) >= 3
     slow = every[0]
+    # one move of a task with two, judged 4 times only: unranked (move_speed), and not fast
+    unranked = sorted(next(ms for ms in moves.values() if len(ms - {slow}) >= 2) - {slow})[0]
     lines = "".join(json.dumps(dict(task=f"levelG/90{i}_X.py", solution=f"b/solutions/levelG/90{i}_X.{m}.py",
                                     status="ok", speedup=0.8 if m == slow else 1.2)) + "\n"
-                    for m in every for i in range(5))
+                    for m in every for i in range(4 if m == unranked else 5))
     (tmp_path / "speedups.jsonl").write_text(lines)
-    want = sum(bool(ms - {slow}) for ms in moves.values())
+    want = sum(bool(ms - {slow, unranked}) for ms in moves.values())
     assert 0 < want < sum(bool(ms) for ms in moves.values()), moves
     (tmp_path / "kernels" / "level1").mkdir(parents=True)
     (tmp_path / "kernels" / "level1" / "19_ReLU.py").write_text(RELU)
@@ -212,15 +214,18 @@ def test_reference_pairs_teach_the_opening_prompt_of_a_fresh_task(tmp_path):
            "--speedups", str(tmp_path / "speedups.jsonl"), "--reference-pairs", "100"]
     p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    assert f"{want} reference-only contrastive pairs" in p.stdout and slow not in p.stdout.split("of the moves")[1].split("\n")[0]
+    fast = p.stdout.split("of the moves")[1].split("\n")[0]
+    assert f"{want} reference-only contrastive pairs" in p.stdout and slow not in fast and unranked not in fast
     # plain pairs: the library's file, and one solution per generated task, of a move the records
-    # rank fastest (slow only where a task has no other); --every-move keeps them all
-    tasks, solutions = sum(bool(ms) for ms in moves.values()), sum(map(len, moves.values()))
-    assert tasks < solutions, moves
-    only_slow = sum(ms == {slow} for ms in moves.values())
-    assert f"plain pairs: {1 + tasks} of {1 + solutions} solutions" in p.stdout, p.stdout
-    assert f"{slow} {only_slow} (0.80x)" in p.stdout, p.stdout
-    assert f"{1 + tasks} plain pairs" in p.stdout, p.stdout
+    # rank fastest (slow only where a task has no other; an unranked one only where a task has no
+    # ranked one); --every-move keeps them all
+    solutions = sum(map(len, moves.values()))
+    plain = 1 + sum(1 if ms - {unranked} else len(ms) for ms in moves.values())
+    assert plain < 1 + solutions, moves
+    only_slow = sum(ms - {unranked} == {slow} for ms in moves.values())
+    assert f"plain pairs: {plain} of {1 + solutions} solutions" in p.stdout, p.stdout
+    assert f"{slow} {only_slow} (0.80x)" in p.stdout and f"{unranked} " not in p.stdout.split("plain pairs:")[1].split("\n")[0]
+    assert f"{plain} plain pairs" in p.stdout, p.stdout
     assert f"+ {want} contrastive pairs ({want} fit)" in p.stdout, p.stdout
     p = subprocess.run(cmd[:-1] + ["1", "--every-move"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert "+ 1 contrastive pairs (1 fit)" in p.stdout, p.stdout[-3000:] + p.stderr[-3000:]
@@ -292,14 +297,17 @@ def test_inherit_constructor_edits_only_what_it_can_read():
 
 
 def test_fill_tokens_takes_as_many_rows_as_fit(tmp_path):
-    # three pairs of about one length: one row a step at --batch-size 1, all three when
-    # --fill-tokens leaves room for them; the step's line says its tokens
+    # four pairs of one length L (one task, one answer): one row a step at --batch-size 1; with
+    # --fill-tokens, that over L padded to PAD_TO rows (two), or all four when there is room for
+    # more; the step's line says its tokens
     level = tmp_path / "kernels" / "level1"
     level.mkdir(parents=True)
-    for name in ("19_ReLU.py", "19_ReLU.v2.py", "20_LeakyReLU.py"):
+    for name in ("19_ReLU.py", "19_ReLU.v2.py", "19_ReLU.v3.py", "19_ReLU.v4.py"):
         (level / name).write_text(RELU)
     tokens = {}
-    for fill in ("0", "1000000"):
+    for fill in ("0", "two", "1000000"):
+        if fill == "two":
+            fill = str(2 * -(-(tokens["0"] - 1) // 64) * 64)  # train_sft.PAD_TO
         cmd = [sys.executable, os.path.join(ROOT, "train_sft.py"), "--kernels", str(tmp_path / "kernels"),
                "--tasks", os.path.join(ROOT, "kernelbench"), "--kinds", "pytorch", "--device", "cpu", "--n-layer", "1",
                "--n-head", "2", "--n-embd", "32", "--block-size", "2048", "--vocab-size", "259", "--steps", "2",
@@ -309,4 +317,4 @@ def test_fill_tokens_takes_as_many_rows_as_fit(tmp_path):
         assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
         line = next(x for x in p.stdout.splitlines() if x.startswith("step     1 "))
         tokens[fill] = int(line.rsplit("| ", 1)[1].split()[0].replace(",", ""))
-    assert 2.5 * tokens["0"] < tokens["1000000"] < 3.5 * tokens["0"], tokens
+    assert list(tokens.values()) == [tokens["0"], 2 * tokens["0"], 4 * tokens["0"]], tokens
