@@ -29,6 +29,9 @@ Arms: the same candidates, in the same order; each arm is one judge_many call on
      against itself, give every arm's A/A range: the noise its screen then has
   j  d as it was first measured: the scheduler joined each finished worker (waited for its process,
      CUDA context and all, to be gone) before handing the GPU to the next; d no longer waits
+  w  d with one untimed reference call in each worker before it says 'ready' (evaluate's prewarm):
+     its first-use costs (cuBLAS/cuDNN handles, lazily loaded kernels) beside another worker's turn,
+     not in its own; the A/A range says what that GPU work beside a timed worker costs in noise
 Candidates: for each of the 8 level-1 tasks RL trains on (train_rl.GPU_TASKS), --per-task copies of
 its kernel, each made new by one line `#define CANDIDATE_<arm>_<task>_<n>_<run> 1` at the top of its
 CUDA source (distinct per candidate, arm and run, so no build cache of any route can hit), plus
@@ -82,6 +85,8 @@ ARMS = {  # arm -> (route, judge settings on top of evaluate.DEFAULTS)
     "d": ("load_cuda, builds beside measuring", {**WAVES, "overlap": True}),
     "e": ("load_cuda, builds beside measuring", {**WAVES, "overlap": True, "time_budget": 0.1}),
     "j": ("load_cuda, builds beside measuring, each finished worker joined first", {**WAVES, "overlap": True}),
+    "w": ("load_cuda, builds beside measuring, the reference called once before 'ready'",
+          {**WAVES, "overlap": True, "prewarm": True}),
 }
 OPEN = 'CUDA_SRC = r"""'  # every library file holds its CUDA source in this one string
 
@@ -187,7 +192,7 @@ def candidates(arm, per_task, torch_share, run):
                           "class ModelNew(Model):\n    pass\n")
         elif arm == "a":
             source = mark(read_kernel(TASKS[task][0]), tag)
-        elif arm in "bdej":
+        elif arm in "bdejw":
             source = mark(read_kernel(TASKS[task][1]), tag)
         else:
             source = inline_solution(mark(read_kernel(TASKS[task][1]), tag), f"candidate_{tag.lower()}")

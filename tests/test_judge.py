@@ -485,6 +485,30 @@ def test_waves_or_overlap(tasks, tmp_path, overlap):
     assert not multiprocessing.active_children()  # the GPU moves on before a worker is reaped; all are by the end
 
 
+@pytest.mark.parametrize("prewarm", [False, True])
+def test_prewarm_calls_the_reference_before_the_workers_turn(tasks, tmp_path, prewarm):
+    """prewarm: each worker calls its reference once while it builds, so in waves the second worker's
+    first reference call comes before the first worker's turn; without it, only after that turn. The
+    truth is never called then: a stateful task's honest solution still passes."""
+    log = tmp_path / "log.txt"
+    log.touch()
+    note = f"import os, time\nopen({str(log)!r}, 'a').write(f'WHO {{os.getpid()}} {{time.time()}}\\n')\n"
+    (tmp_path / "1_Logged.py").write_text(TASK.replace(
+        "        return torch.relu", textwrap.indent(note.replace("WHO", "ref"), " " * 8) + "        return torch.relu"))
+    pairs = [(str(tmp_path / "1_Logged.py"), sol("def forward(self, x):\n" + textwrap.indent(note.replace("WHO", name), "    ")
+                                                 + "    return torch.relu(self.lin(x)) * 2.0\n")) for name in "AB"]
+    recs = evaluate.judge_many(pairs, **{**FAST, "prewarm": prewarm})
+    assert [r["status"] for r in recs] == ["ok"] * 2, [r["message"] for r in recs]
+    lines = [line.split() for line in log.read_text().splitlines()]
+    pid = {who: p for who, p, _ in lines if who in "AB"}
+    calls = {who: [float(t) for w, _, t in lines if w == who] for who in "AB"}
+    first, second = sorted("AB", key=lambda who: min(calls[who]))
+    second_ref = min(float(t) for w, p, t in lines if w == "ref" and p == pid[second])
+    assert (second_ref < min(calls[first])) if prewarm else (second_ref > max(calls[first]))
+    [r] = evaluate.judge_many([(str(tasks / "4_Stateful.py"), STATEFUL_SOL)], **{**FAST, "prewarm": prewarm})
+    assert r["status"] == "ok", r
+
+
 def test_flags_constant_and_zero_reference(tmp_path):
     d = tmp_path / "level2"
     d.mkdir()
