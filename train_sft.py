@@ -177,7 +177,8 @@ args = parser.parse_args()
 # correct, results/curriculum-cpu-probe.md; 8000 tasks, one pass, ~27 min: 81% parsed, none correct, 78 of 80
 # restating the constructor wrongly, results/curriculum-cpu-g8000.md; with class ModelNew(Model) answers none
 # restates it, but 15 of 16 greedy answers name epilogue attributes the task does not have, none correct,
-# results/curriculum-cpu-g8000-subclass.md), so the CPU default stays the 3 C++ files.
+# results/curriculum-cpu-g8000-subclass.md; the default 1.1M model on 2000 tasks, 1200 steps in ~9 min: 88%
+# of held-out answers parsed, none correct, results/curriculum-cpu-g2000.md), so the CPU default stays the 3 C++ files.
 FIRST_SLICE = ("19_ReLU", "20_LeakyReLU", "21_Sigmoid", "23_Softmax", "40_LayerNorm",
                "47_Sum_reduction_over_a_dimension", "97_CosineSimilarityLoss", "12_Matmul_with_diagonal_matrices_")
 DEFAULTS = {
