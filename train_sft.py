@@ -589,6 +589,9 @@ n_plain = len(data)
 shown_pairs = cpairs + rpairs + spairs
 shown_rows = pool_map(encode_shown, shown_pairs, 1000) if len(shown_pairs) > 4000 else encode_shown(shown_pairs)
 data += [r for r in shown_rows if r]
+if not data:
+    raise SystemExit(f"no training pair fits --block-size {cfg.block_size} (prompt + answer tokens): raise it, or "
+                     "--vocab-size for shorter tokens")
 some = plain[::max(1, len(plain) // 5000)]  # per-solution means over <= ~10000 of them
 n_bytes = sum(len(e["answer"].encode()) for e in some) / len(some)
 n_tok = sum(len(tok.encode(e["answer"])) for e in some) / len(some)

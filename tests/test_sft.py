@@ -57,6 +57,11 @@ def test_contrastive_pairs_from_measured_solutions(tmp_path):
     assert "5 plain pairs (4 fit) + 2 contrastive pairs (1 fit)" in p.stdout, p.stdout
     p = subprocess.run(cmd + ["--speedups", "nothing.jsonl"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert "no nothing.jsonl: no contrastive pairs" in p.stdout, p.stdout + p.stderr
+    # a block no pair fits: one line that says so, not a traceback from the first batch
+    p = subprocess.run([c if c != "2048" else "256" for c in cmd] + ["--out", str(tmp_path / "small")], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0 and p.stderr.strip() == "no training pair fits --block-size 256 (prompt + answer tokens): " \
+        "raise it, or --vocab-size for shorter tokens", p.stderr
 
 
 def test_stage2_round_with_the_real_judge(tmp_path):
