@@ -351,30 +351,30 @@ def move_of(name):
     return name.rsplit(".", 2)[-2]
 
 
-def fast_moves(speedups):
-    """The teacher moves whose judged solutions (at least 5, in `speedups`) beat eager FAST_MOVE_SHARE
-    of the time or more: the only ones unmeasured answers are drawn from, so they teach the format,
-    not slow answers."""
+def judged_moves(speedups):
+    """{move: the speedups of its judged teacher solutions in `speedups`}, for moves with 5 or more."""
     by_move = {}
     for name, s in speedups.items():
         if name.startswith("levelG/"):
-            by_move.setdefault(move_of(name), []).append(s >= 1.0)
-    return sorted(m for m, v in by_move.items() if len(v) >= 5 and sum(v) / len(v) >= FAST_MOVE_SHARE)
+            by_move.setdefault(move_of(name), []).append(s)
+    return {m: v for m, v in by_move.items() if len(v) >= 5}
+
+
+def fast_moves(speedups):
+    """The teacher moves whose judged solutions (judged_moves) beat eager FAST_MOVE_SHARE of the time or
+    more: the only ones unmeasured answers are drawn from, so they teach the format, not slow answers."""
+    return sorted(m for m, v in judged_moves(speedups).items() if sum(s >= 1.0 for s in v) / len(v) >= FAST_MOVE_SHARE)
 
 
 def move_speed(speedups):
-    """{move: geomean speedup of its judged teacher solutions in `speedups`}, for moves with 5 or more."""
-    by_move = {}
-    for name, s in speedups.items():
-        if name.startswith("levelG/"):
-            by_move.setdefault(move_of(name), []).append(math.log(s))
-    return {m: math.exp(sum(v) / len(v)) for m, v in by_move.items() if len(v) >= 5}
+    """{move: geomean speedup of its judged teacher solutions (judged_moves)}."""
+    return {m: math.exp(sum(map(math.log, v)) / len(v)) for m, v in judged_moves(speedups).items()}
 
 
-def fastest_plain(examples, speedups):
+def fastest_plain(examples, rank):
     """The examples that make plain pairs: every library solution, and of each generated task the one
-    solution whose move is fastest on the judge's records (move_speed; the first of a tie; a task none
-    of whose moves is ranked keeps them all). A plain prompt names no speed, so its answer is the
+    solution whose move is fastest in `rank` (move_speed of the judge's records; the first of a tie; a
+    task none of whose moves is ranked keeps them all). A plain prompt names no speed, so its answer is the
     policy's first choice: with every move taught alike, the H200 checkpoint of one name per op wrote
     a fused epilogue (1.33x over 449 judged teacher solutions) on 10 of 32 held-out tasks although
     ~80% admit one, and folds (1.03-1.20x) on 9. Picking each task's move by this ranking reaches
@@ -382,7 +382,6 @@ def fastest_plain(examples, speedups):
     1.244x for a move drawn at random. So taught, two seeds wrote the fused epilogue on 22 and 19
     held-out tasks, and read 84% correct at 1.24x and 69% at 1.26x (greedy), against 62% at 1.12x
     with every move (results/curriculum-h200-fastest-move.md)."""
-    rank = move_speed(speedups)
     speed = lambda e: rank.get(move_of(cudal1.solution_name(e["path"])), 0.0)  # 0: unranked
     by_task, out = {}, []
     for e in examples:
@@ -396,16 +395,16 @@ def fastest_plain(examples, speedups):
     return out
 
 
-def reference_pairs(examples, speedups, n, fast):
+def reference_pairs(examples, speedups, n, fast, speed):
     """Up to n (example, [(reference, 1.00x)]) pairs, one per generated task: the
     contrastive prompt stage 3 opens with on a task it never saw (its bank holds the reference alone),
     answered by one of the task's teacher solutions with no measured speedup (a record of a failure
     counts as none: every teacher record so far is ok). No speed of the answer is claimed, and the
-    answers come only from `fast` moves (fast_moves), the fastest of them (move_speed; the first of a
-    tie) where a task has two, as its plain pair does (fastest_plain). Without them, ~400 contrastive pairs beside
+    answers come only from `fast` moves (fast_moves), the fastest of them in `speed` (move_speed; the
+    first of a tie) where a task has two, as its plain pair does (fastest_plain). Without them, ~400 contrastive pairs beside
     75k plain ones, the policy parsed 44-57% of its contrastive answers in stage 3 on the H200,
     against 100% of its plain ones."""
-    one, speed = {}, move_speed(speedups)
+    one = {}
     for e in examples:
         name = cudal1.solution_name(e["path"])
         if name.startswith("levelG/") and name not in speedups and move_of(name) in fast:
@@ -495,8 +494,8 @@ else:
     say(f"{len(cpairs)} contrastive pairs over {len({e['task'] for e, _ in cpairs})} tasks; "
         f"{len(examples) - sum(map(len, measured.values()))} of {len(examples)} solutions have no 'ok' record "
         f"in {args.speedups}, so no prompt shows them and no contrastive pair answers with them")
-fast = fast_moves(speedups or {})
-rpairs = reference_pairs(gen_examples, speedups or {}, args.reference_pairs, fast) if args.reference_pairs else []
+fast, move_speeds = fast_moves(speedups or {}), move_speed(speedups or {})
+rpairs = reference_pairs(gen_examples, speedups or {}, args.reference_pairs, fast, move_speeds) if args.reference_pairs else []
 if rpairs:
     say(f"{len(rpairs)} reference-only contrastive pairs, answered by unmeasured teacher solutions of the moves "
         f"measured faster than eager >= {FAST_MOVE_SHARE:.0%} of the time: {', '.join(fast)}")
@@ -575,8 +574,7 @@ def encode_shown(pairs):
     return out
 
 
-plain = examples if args.every_move else fastest_plain(examples, speedups or {})
-move_speeds = move_speed(speedups or {})
+plain = examples if args.every_move else fastest_plain(examples, move_speeds)
 if len(plain) < len(examples):
     taught = Counter(move_of(cudal1.solution_name(e["path"])) for e in plain)
     ranked = sorted(move_speeds, key=move_speeds.get, reverse=True)
