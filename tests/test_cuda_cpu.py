@@ -17,6 +17,14 @@ from test_tasks import small_task
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DRAFTS = sorted(glob.glob(os.path.join(ROOT, "drafts", "level*", "*.py")))
 # library files judged correct on the H200 that use barriers, shuffles and shared memory
+# drafts that sum across blocks (norm statistics, means): also checked at sizes where a sample spans
+# several blocks, which tests/task_sizes' one-block sizes leave untried
+SPAN = {name: {"depth": 8, "height": 16, "width": 16} for name in (
+    "27_Conv3d_HardSwish_ReLU_Softmax_Mean.py", "79_Conv3d_Multiply_InstanceNorm_Clamp_Multiply_Max.py",
+    "8_Conv3d_Divide_Max_GlobalAvgPool_BiasAdd_Sum.py")}
+SPAN.update({name: {"depth": 4, "height": 16, "width": 16} for name in (
+    "72_ConvTranspose3d_BatchNorm_AvgPool_AvgPool.py", "60_ConvTranspose3d_Swish_GroupNorm_HardSwish.py",
+    "15_ConvTranspose3d_BatchNorm_Subtract.py")})
 KNOWN_GOOD = ["level2/90_Conv3d_LeakyReLU_Sum_Clamp_GELU.py", "level2/61_ConvTranspose3d_ReLU_GroupNorm.py",
               "level2/78_ConvTranspose3d_Max_Max_Sum.py"]
 
@@ -76,10 +84,14 @@ def test_a_bad_kernel_is_a_build_error():
         cuda_cpu.load_cuda('extern "C" __global__ void f(float* y) { y[0] = undeclared; }')
 
 
-def check(path, monkeypatch):
-    """The solution at `path` (kernels/ or drafts/) against its task at test sizes, on two input sets."""
+def check(path, monkeypatch, sizes=None):
+    """The solution at `path` (kernels/ or drafts/) against its task at test sizes (then `sizes`, a
+    {constant: value} of the task's), on two input sets."""
     level, name = os.path.basename(os.path.dirname(path)), os.path.basename(path)
     task = small_task(os.path.join(ROOT, "kernelbench", level, name.split(".")[0] + ".py"))
+    for const, value in (sizes or {}).items():
+        assert hasattr(task, const), f"{name} has no constant {const}"
+        setattr(task, const, value)
     monkeypatch.setattr(cudal1, "load_cuda", cuda_cpu.load_cuda)
     sol = evaluate.load_module(path, "sol_" + name.replace(".", "_"), scope=task)
     torch.manual_seed(0)
@@ -104,6 +116,12 @@ def test_emulator_passes_kernels_the_h200_passed(key, monkeypatch):
 @pytest.mark.parametrize("path", DRAFTS, ids=[os.path.relpath(p, ROOT) for p in DRAFTS])
 def test_draft_matches_its_task_on_the_cpu(path, monkeypatch):
     check(path, monkeypatch)
+    if os.path.basename(path) in SPAN:
+        check(path, monkeypatch, SPAN[os.path.basename(path)])
+
+
+def test_span_names_real_drafts():
+    assert set(SPAN) <= {os.path.basename(p) for p in DRAFTS}
 
 
 @pytest.mark.skipif(shutil.which(os.environ.get("NVCC", "nvcc")) is None, reason="no nvcc")
