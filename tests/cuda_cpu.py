@@ -8,11 +8,16 @@ its task's reference on this machine before the H200 judges it (drafts/).
 
 What it models: threadIdx / blockIdx / blockDim / gridDim, __syncthreads (a barrier over the block's
 threads; a thread that returned no longer counts, as on the GPU), static and dynamic __shared__
-memory (one copy, blocks run one after another), warp shuffles, votes and __syncwarp (a barrier over
-the warp's 32 threads: every lane of the warp must reach them, as in the kernels here), atomics,
-float4 and the common intrinsics. What it does not: concurrency between blocks (a kernel that waits
-for another block never returns), memory-model races, timing, and the exact rounding of fast-math
-intrinsics (__expf is expf here). It checks what a kernel computes, not how fast.
+memory (one copy, filled with 0xFF bytes -- NaN as floats -- before each block, as the GPU promises
+nothing there), warp shuffles, votes and __syncwarp (a barrier over the warp's threads; a shuffle
+whose mask names a lane that has returned is an error, as it is undefined on the GPU), atomics,
+float4, the common intrinsics and the launch limits (grid y/z <= 65535, <= 1024 threads a block,
+__launch_bounds__). Blocks run one after another, last first at one launch and first first at the
+next, so a block that relies on another block's write in the same launch reads differently at two
+calls. What it does not model: blocks running
+at once (a kernel that waits for another block never returns), memory-model races inside a block,
+timing, FMA contraction, and the exact rounding of fast-math intrinsics (__expf is expf here). It
+checks what a kernel computes, not how fast.
 """
 import ctypes
 import hashlib
@@ -55,7 +60,15 @@ static std::vector<unsigned long long> emu_warp_buf;
 #define __restrict__ __restrict
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))
-#define __shared__ static
+#define __shared__ static __attribute__((section("emu_shared")))
+extern "C" __attribute__((weak)) unsigned char __start_emu_shared[], __stop_emu_shared[];  // from the linker
+static std::vector<char> emu_exited;  // per thread of the running block: returned from the kernel
+static std::atomic<int> emu_faulted{0};
+static char emu_fault_msg[256];
+static void emu_fail(const char* msg) {
+    int no = 0;
+    if (emu_faulted.compare_exchange_strong(no, 1)) std::snprintf(emu_fault_msg, sizeof emu_fault_msg, "%s", msg);
+}
 
 struct alignas(8) float2 { float x, y; };
 struct alignas(16) float4 { float x, y, z, w; };
@@ -71,18 +84,28 @@ inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z,
 
 static inline unsigned emu_tid() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
 static inline void __syncthreads() { emu_block_bar->arrive_and_wait(); }
-static inline void __syncwarp(unsigned = 0xffffffffu) { emu_warp_bar[emu_tid() / 32]->arrive_and_wait(); }
+static void emu_check_mask(unsigned mask, unsigned w);
+static inline void __syncwarp(unsigned mask = 0xffffffffu) {
+    emu_warp_bar[emu_tid() / 32]->arrive_and_wait();
+    emu_check_mask(mask, emu_tid() / 32);
+}
 static inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 static inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 
 // every lane of the warp writes its value, then reads lane `src`'s
-template <class T> static T emu_exchange(T v, int src_of_lane) {
+static void emu_check_mask(unsigned mask, unsigned w) {  // every lane the mask names is still running
+    for (unsigned i = 0; i < 32; ++i)
+        if ((mask >> i & 1u) && w * 32 + i < emu_exited.size() && emu_exited[w * 32 + i])
+            emu_fail("a warp shuffle, vote or __syncwarp names a lane that has returned (undefined on the GPU)");
+}
+template <class T> static T emu_exchange(T v, int src_of_lane, unsigned mask) {
     static_assert(sizeof(T) <= 8, "shuffle of more than 8 bytes");
     unsigned t = emu_tid(), w = t / 32;
     unsigned long long bits = 0;
     std::memcpy(&bits, &v, sizeof(T));
     emu_warp_buf[t] = bits;
     emu_warp_bar[w]->arrive_and_wait();
+    emu_check_mask(mask | 1u << src_of_lane % 32, w);
     unsigned long long got = emu_warp_buf[w * 32 + src_of_lane];
     emu_warp_bar[w]->arrive_and_wait();
     T out;
@@ -90,26 +113,27 @@ template <class T> static T emu_exchange(T v, int src_of_lane) {
     return out;
 }
 static inline int emu_lane() { return emu_tid() % 32; }
-template <class T> T __shfl_sync(unsigned, T v, int src, int width = 32) {
+template <class T> T __shfl_sync(unsigned m, T v, int src, int width = 32) {
     int l = emu_lane();
-    return emu_exchange(v, l - l % width + ((src % width) + width) % width);
+    return emu_exchange(v, l - l % width + ((src % width) + width) % width, m);
 }
-template <class T> T __shfl_xor_sync(unsigned, T v, int mask, int width = 32) {
+template <class T> T __shfl_xor_sync(unsigned m, T v, int mask, int width = 32) {
     int l = emu_lane(), s = l ^ mask;
-    return emu_exchange(v, s / width == l / width ? s : l);
+    return emu_exchange(v, s / width == l / width ? s : l, m);
 }
-template <class T> T __shfl_down_sync(unsigned, T v, unsigned d, int width = 32) {
+template <class T> T __shfl_down_sync(unsigned m, T v, unsigned d, int width = 32) {
     int l = emu_lane(), s = l + (int)d;
-    return emu_exchange(v, s / width == l / width ? s : l);
+    return emu_exchange(v, s / width == l / width ? s : l, m);
 }
-template <class T> T __shfl_up_sync(unsigned, T v, unsigned d, int width = 32) {
+template <class T> T __shfl_up_sync(unsigned m, T v, unsigned d, int width = 32) {
     int l = emu_lane(), s = l - (int)d;
-    return emu_exchange(v, s >= l - l % width ? s : l);
+    return emu_exchange(v, s >= l - l % width ? s : l, m);
 }
-static inline unsigned __ballot_sync(unsigned, int p) {
+static inline unsigned __ballot_sync(unsigned m, int p) {
     unsigned w = emu_tid() / 32, out = 0;
     emu_warp_buf[emu_tid()] = p != 0;
     emu_warp_bar[w]->arrive_and_wait();
+    emu_check_mask(m, w);
     for (int i = 0; i < 32; ++i) out |= (unsigned)emu_warp_buf[w * 32 + i] << i;
     emu_warp_bar[w]->arrive_and_wait();
     return out;
@@ -173,9 +197,15 @@ static void emu_grid(void (*f)(A...), const unsigned* g, const unsigned* b, std:
     std::vector<unsigned char> dyn(shared + 16);
     emu_dyn_smem = dyn.data();
     emu_warp_buf.assign(n + 32, 0);
-    for (unsigned bz = 0; bz < g[2]; ++bz)
-    for (unsigned by = 0; by < g[1]; ++by)
-    for (unsigned bx = 0; bx < g[0]; ++bx) {
+    emu_faulted = 0;
+    static unsigned launches = 0;
+    const bool down = launches++ % 2 == 0;  // blocks last first, then first first at the next launch:
+    const unsigned nb = g[0] * g[1] * g[2];  // a block that relies on another's write differs between them
+    for (unsigned i = 0; i < nb; ++i) {
+        const unsigned j = down ? nb - 1 - i : i, bx = j % g[0], by = j / g[0] % g[1], bz = j / (g[0] * g[1]);
+        std::memset(dyn.data(), 0xFF, dyn.size());  // shared memory holds no zeros the GPU never promised
+        if (__start_emu_shared) std::memset(__start_emu_shared, 0xFF, __stop_emu_shared - __start_emu_shared);
+        emu_exited.assign(n, 0);
         std::barrier<> block(n);
         emu_block_bar = &block;
         emu_warp_bar.clear();
@@ -187,15 +217,20 @@ static void emu_grid(void (*f)(A...), const unsigned* g, const unsigned* b, std:
                 threadIdx = {t % b[0], t / b[0] % b[1], t / (b[0] * b[1])};
                 blockIdx = {bx, by, bz};
                 emu_call(f, args, std::index_sequence_for<A...>{});
+                emu_exited[t] = 1;
                 emu_block_bar->arrive_and_drop();  // a finished thread no longer holds the others back
                 emu_warp_bar[t / 32]->arrive_and_drop();
             });
         for (auto& th : team) th.join();
+        if (emu_faulted) return;
     }
 }
+
+extern "C" const char* emu_fault() { return emu_faulted ? emu_fault_msg : nullptr; }
 """
 
 BUILD_DIR = os.path.join(tempfile.gettempdir(), "cudal1-cuda-cpu")
+launches = 0  # kernels launched through this module so far: a test can tell the kernel path from a fallback
 CTYPES = {"p": ctypes.c_void_p, "i": ctypes.c_int32, "I": ctypes.c_uint32, "q": ctypes.c_int64,
           "Q": ctypes.c_uint64, "f": ctypes.c_float, "d": ctypes.c_double}
 
@@ -205,9 +240,10 @@ def host_source(source):
     launch's dynamic shared memory, and each kernel gets an extern "C" emu_<name>(grid, block,
     shared, args) that runs it."""
     src = re.sub(r"extern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?([\w\s]+?)\s*(\w+)\s*\[\s*\]\s*;",
-                 lambda m: f"{m[1]}* {m[2]} = reinterpret_cast<{m[1]}*>(emu_dyn_smem);", source)
-    calls = "".join(f'extern "C" void emu_{name}(const unsigned* g, const unsigned* b, std::size_t s, void** a) '
-                    f"{{ emu_grid({name}, g, b, s, a); }}\n" for name in cudal1.cuda_kernels(source))
+                 lambda m: f"{m[1]}* const& {m[2]} = reinterpret_cast<{m[1]}* const&>(emu_dyn_smem);", source)
+    calls = "".join(f'extern "C" void emu_{name}(const unsigned* emu_g, const unsigned* emu_b, std::size_t emu_s, '
+                    f"void** emu_a) {{ emu_grid({name}, emu_g, emu_b, emu_s, emu_a); }}\n"
+                    for name in cudal1.cuda_kernels(source))
     return PRELUDE + "#line 1 \"kernel.cu\"\n" + src + "\n" + LAUNCH + calls
 
 
@@ -227,12 +263,16 @@ def load_cuda(source):
         cpp = os.path.join(BUILD_DIR, f"{h}.cpp")
         with open(cpp, "w") as f:
             f.write(text)
-        p = subprocess.run(["g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-w", cpp, "-o", so + ".tmp"],
+        p = subprocess.run(["g++", "-std=c++20", "-O1", "-fno-strict-aliasing", "-shared", "-fPIC", "-pthread", "-w",
+                            cpp, "-o", so + ".tmp"],
                            capture_output=True, text=True)
         if p.returncode != 0:
             raise cudal1.BuildError(f"g++ (cuda_cpu) failed:\n{p.stderr[-4000:]}")
         os.replace(so + ".tmp", so)
     lib = ctypes.CDLL(so)
+    lib.emu_fault.restype = ctypes.c_char_p
+    bounds = {name: int(n) for n, name in re.findall(r'__launch_bounds__\s*\(\s*(\d+)[^)]*\)\s*(?:void\s+)?(\w+)\s*\(',
+                                                     cudal1.normalise_cuda(source))}
 
     def launcher(name, codes):
         fn = getattr(lib, f"emu_{name}")
@@ -243,9 +283,18 @@ def load_cuda(source):
             g, b = _dims(grid), _dims(block)
             if not all(g) or not all(b):
                 return
+            threads = b[0] * b[1] * b[2]
+            if g[0] >= 2 ** 31 or g[1] > 65535 or g[2] > 65535 or b[0] > 1024 or b[1] > 1024 or b[2] > 64 \
+                    or threads > min(1024, bounds.get(name, 1024)):
+                raise ValueError(f"{name}: grid {tuple(g)} block {tuple(b)} is not a launch the GPU takes "
+                                 f"(__launch_bounds__ {bounds.get(name)})")
             vals = [CTYPES[c](a) for c, a in zip(codes, args)]
             ptrs = (ctypes.c_void_p * max(1, len(vals)))(*[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in vals])
+            global launches
+            launches += 1
             fn(g, b, ctypes.c_size_t(shared), ptrs)
+            if lib.emu_fault():
+                raise RuntimeError(f"{name}: {lib.emu_fault().decode()}")
         return launch
 
     return types.SimpleNamespace(**{name: launcher(name, "".join(c for _, c in ps)) for name, ps in kernels.items()})

@@ -16,7 +16,6 @@ from test_tasks import small_task
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DRAFTS = sorted(glob.glob(os.path.join(ROOT, "drafts", "level*", "*.py")))
-# library files judged correct on the H200 that use barriers, shuffles and shared memory
 # drafts that sum across blocks (norm statistics, means): also checked at sizes where a sample spans
 # several blocks, which tests/task_sizes' one-block sizes leave untried
 SPAN = {name: {"depth": 8, "height": 16, "width": 16} for name in (
@@ -27,6 +26,7 @@ SPAN.update({name: {"depth": 4, "height": 16, "width": 16} for name in (
     "15_ConvTranspose3d_BatchNorm_Subtract.py")})
 # drafts whose test sizes take long to emulate (tens of thousands of threads): smaller still
 SMALLER = {"19_ConvTranspose2d_GELU_GroupNorm.py": {"height": 8, "width": 8}}
+# library files judged correct on the H200 that use barriers, shuffles and shared memory
 KNOWN_GOOD = ["level2/90_Conv3d_LeakyReLU_Sum_Clamp_GELU.py", "level2/61_ConvTranspose3d_ReLU_GroupNorm.py",
               "level2/78_ConvTranspose3d_Max_Max_Sum.py"]
 
@@ -81,6 +81,40 @@ def test_emulated_kernels_match_torch():
     assert torch.equal(y, want)
 
 
+UNDEFINED = r"""
+extern "C" __global__ void stale(float* y) {  // reads shared memory it never wrote
+    __shared__ float sh[4];
+    y[blockIdx.x] = sh[0];
+}
+extern "C" __global__ void __launch_bounds__(64) next_block(float* y) {  // reads a later block's write
+    if (threadIdx.x == 0) y[blockIdx.x] = blockIdx.x + 1 < gridDim.x ? y[blockIdx.x + 1] + 1.f : 1.f;
+}
+extern "C" __global__ void early_exit(float* y, int n) {  // a full-mask shuffle after some lanes returned
+    if ((int)threadIdx.x >= n) return;
+    y[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1.f, 16);
+}
+"""
+
+
+def test_what_the_gpu_leaves_undefined_fails_on_the_cpu():
+    k = cuda_cpu.load_cuda(UNDEFINED)
+    y = torch.zeros(3)
+    k.stale(3, 32, y.data_ptr())
+    assert y.isnan().all(), "shared memory starts as NaN in every block, not as the last block left it"
+    runs = []
+    for _ in range(2):
+        y = torch.zeros(3)
+        k.next_block(3, 32, y.data_ptr())
+        runs.append(y.tolist())
+    assert runs[0] != runs[1], "blocks run in opposite orders at two launches, so a cross-block race shows"
+    with pytest.raises(RuntimeError, match="returned"):
+        k.early_exit(1, 32, torch.zeros(32).data_ptr(), 8)
+    with pytest.raises(ValueError, match="launch"):
+        k.next_block(3, 128, y.data_ptr())  # more threads than its __launch_bounds__
+    with pytest.raises(ValueError, match="launch"):
+        k.stale((1, 70000), 32, y.data_ptr())
+
+
 def test_a_bad_kernel_is_a_build_error():
     with pytest.raises(cudal1.BuildError, match="g\\+\\+"):
         cuda_cpu.load_cuda('extern "C" __global__ void f(float* y) { y[0] = undeclared; }')
@@ -88,7 +122,9 @@ def test_a_bad_kernel_is_a_build_error():
 
 def check(path, monkeypatch, sizes=None):
     """The solution at `path` (kernels/ or drafts/) against its task at test sizes (then `sizes`, a
-    {constant: value} of the task's), on two input sets."""
+    {constant: value} of the task's), on two input sets: its output under the strict rule, with every
+    tensor torch allocates filled with NaN (an element no kernel wrote shows), its kernels launched (not
+    a fallback), its inputs untouched, and its state (BatchNorm's running statistics) as eager's after."""
     level, name = os.path.basename(os.path.dirname(path)), os.path.basename(path)
     task = small_task(os.path.join(ROOT, "kernelbench", level, name.split(".")[0] + ".py"))
     for const, value in (sizes or {}).items():
@@ -100,14 +136,26 @@ def check(path, monkeypatch, sizes=None):
     ref = task.Model(*task.get_init_inputs())
     new = sol.ModelNew(*task.get_init_inputs())
     new.load_state_dict(ref.state_dict())
-    for _ in range(2):
-        xs = task.get_inputs()
-        with torch.no_grad():
-            want = ref(*[x.clone() for x in xs])
-            got = new(*[x.clone() for x in xs])
-        assert got.shape == want.shape and got.dtype == want.dtype
-        tol = 1e-4 * want.double().pow(2).mean().sqrt().item() + 1e-4 * want.abs()
-        assert ((got - want).abs() <= tol).all(), f"max error {(got - want).abs().max().item():.3g}"
+    torch.use_deterministic_algorithms(True)
+    monkeypatch.setattr(torch.utils.deterministic, "fill_uninitialized_memory", True)
+    try:
+        for _ in range(2):
+            xs = task.get_inputs()
+            mine = [x.clone() for x in xs]
+            before = cuda_cpu.launches
+            with torch.no_grad():
+                want = ref(*[x.clone() for x in xs])
+                got = new(*mine)
+            assert cuda_cpu.launches > before or "load_cuda" not in open(path).read(), "took the fallback"
+            assert all(torch.equal(a, b) for a, b in zip(mine, xs)), "wrote into its input"
+            assert got.shape == want.shape and got.dtype == want.dtype
+            tol = 1e-4 * want.double().pow(2).mean().sqrt().item() + 1e-4 * want.abs()
+            assert ((got - want).abs() <= tol).all(), f"max error {(got - want).abs().max().item():.3g}"
+    finally:
+        torch.use_deterministic_algorithms(False)
+    theirs = new.state_dict()
+    for key, v in ref.state_dict().items():
+        assert torch.allclose(theirs[key].double(), v.double(), rtol=1e-4, atol=1e-6), f"state {key} differs from eager's"
 
 
 @pytest.mark.parametrize("key", KNOWN_GOOD)
