@@ -6,7 +6,8 @@ Eager runs the cuDNN ConvTranspose2d (32 -> 64 channels, 4x4, stride 2, padding 
 32), 33.5 MB), MaxPool2d(2) (reads it, writes 8.4 MB), Hardtanh (read and write), the mean over space and
 tanh. Its conv uses TF32, which passes the strict check here only by ~3x, and cuDNN's true-fp32
 transposed conv alone is slower than eager's whole forward. Yet the conv is small: at stride 2 each
-output takes 2 x 2 of the 4 x 4 taps, 4 x 32 = 128 multiply-adds per output channel, 1.1 G in all, and everything after it reduces to 64 numbers per sample.
+output takes 2 x 2 of the 4 x 4 taps, 4 x 32 = 128 multiply-adds per output channel, 1.1 G in all,
+and everything after it reduces to 64 numbers per sample.
 
 Output o takes input i where o + P = i * S + k. A block owns up to 256 pooled positions of one sample
 (a tile of its pooled plane) and one chunk of 16 output channels (grid (B * tiles, chunks)); it stages
@@ -136,7 +137,8 @@ def _pool(p):  # (kernel, stride) of a plain square MaxPool2d (no padding, dilat
 
 
 class ModelNew(nn.Module):
-    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, maxpool_kernel_size, maxpool_stride, hardtanh_min, hardtanh_max):
+    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, maxpool_kernel_size, maxpool_stride,
+                 hardtanh_min, hardtanh_max):
         super().__init__()
         self.conv_transpose = nn.ConvTranspose2d(in_channels, out_channels, kernel_size, stride=stride, padding=padding)
         self.maxpool = nn.MaxPool2d(kernel_size=maxpool_kernel_size, stride=maxpool_stride)

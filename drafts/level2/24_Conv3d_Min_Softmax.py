@@ -1,4 +1,5 @@
-"""The whole model in one kernel: a direct 3x3x3 convolution, 16 output channels per thread, a thread per (sample, h, w) column walking the depths for the min, then the channel softmax in registers.
+"""The whole model in one kernel: a direct 3x3x3 convolution, 16 output channels per thread, a thread
+per (sample, h, w) column walking the depths for the min, then the channel softmax in registers.
 
 Eager runs the cuDNN Conv3d (3 -> 16 channels; its output equals the strict fp32 reference, so no
 TF32 there) and writes the (128, 16, 14, 30, 30) conv output (103 MB); torch.min over depth reads

@@ -16,7 +16,7 @@ propagates, as in torch.min) and adds it to its running sum; the 8 group sums of
 in a fixed order, so the result is the same bit for bit on every call. Then gelu(sum) + bias[c] is
 written for each channel: 1.5 MB read, 0.5 MB written, one launch, no temporary. All plain fp32,
 no TF32: the conv's and the column's sums are ordered differently from eager's. Other settings
-(groups, dilation, more than 16 output channels) take torch's ops with TF32 off. Not yet measured on
+(groups, dilation, more than 16 output channels, a batch over 65535) take torch's ops with TF32 off. Not yet measured on
 the H200.
 """
 import torch
@@ -51,13 +51,13 @@ extern "C" __global__ void __launch_bounds__(256) convt_min_sum_gelu_add(const f
         float acc[CMAX];
         #pragma unroll
         for (int c = 0; c < CMAX; ++c) acc[c] = 0.f;
-        for (int kh = 0; kh < K; ++kh) {
-            const long long th = oh + P - kh;  // = input row * S when this tap lands here
-            if (th < 0 || th % S || th / S >= H) continue;
-            for (int kw = 0; kw < K; ++kw) {
-                const long long tw = ow + P - kw;
-                if (tw < 0 || tw % S || tw / S >= W) continue;
-                const float* xp = x + (b * Ci * H + th / S) * W + tw / S;
+        // the taps landing here: k = z mod S, z mod S + S, ..., from input i = z / S down (z = o + P = i * S + k)
+        const int zh = (int)oh + P, zw = (int)ow + P;
+        for (int kh = zh % S, ih = zh / S; kh < K && ih >= 0; kh += S, --ih) {
+            if (ih >= H) continue;
+            for (int kw = zw % S, iw = zw / S; kw < K && iw >= 0; kw += S, --iw) {
+                if (iw >= W) continue;
+                const float* xp = x + (b * Ci * H + ih) * W + iw;
                 for (int ci = 0; ci < Ci; ++ci) {
                     const float xv = xp[ci * H * W];
                     const float4* wt = reinterpret_cast<const float4*>(ws + (ci * K2 + kh * K + kw) * CMAX);
@@ -103,7 +103,9 @@ class ModelNew(nn.Module):
         Ci, Co, K = m.weight.shape[:3]
         (S, S2), (P, P2), (oph, opw) = m.stride, m.padding, m.output_padding
         if (S != S2 or P != P2 or m.kernel_size != (K, K) or m.groups != 1 or m.dilation != (1, 1) or m.bias is None
-                or Co > CMAX or Ci * K * K * CMAX > WMAX or x.dim() != 4 or tuple(self.bias.shape) != (Co, 1, 1)):
+                or Co > CMAX or Ci * K * K * CMAX > WMAX or x.dim() != 4 or tuple(self.bias.shape) != (Co, 1, 1)
+                or x.shape[0] > 65535):  # the batch is the grid's y
+
             tf32 = torch.backends.cudnn.allow_tf32
             torch.backends.cudnn.allow_tf32 = False  # strict fp32: eager lets cuDNN use TF32
             x = m(x)

@@ -52,18 +52,16 @@ extern "C" __global__ void __launch_bounds__(256) convt_avgpool_softmax(const fl
     #pragma unroll
     for (int c = 0; c < CMAX; ++c) acc[c] = 0.f;
     for (int a = 0; a < KP * KP * KP; ++a) {  // the window's conv positions
-        const long long zd = pd * KP + a / (KP * KP) + P, zh = ph * KP + a / KP % KP + P, zw = pw * KP + a % KP + P;
-        for (int kd = 0; kd < K; ++kd) {
-            const long long td = zd - kd;  // = input index * S when this tap lands here
-            if (td < 0 || td % S || td / S >= D) continue;
-            for (int kh = 0; kh < K; ++kh) {
-                const long long th = zh - kh;
-                if (th < 0 || th % S || th / S >= H) continue;
-                for (int kw = 0; kw < K; ++kw) {
-                    const long long tw = zw - kw;
-                    if (tw < 0 || tw % S || tw / S >= W) continue;
+        const int zd = pd * KP + a / (KP * KP) + P, zh = ph * KP + a / KP % KP + P, zw = pw * KP + a % KP + P;
+        // the taps landing here: k = z mod S, z mod S + S, ..., from input i = z / S down (z = i * S + k)
+        for (int kd = zd % S, id = zd / S; kd < K && id >= 0; kd += S, --id) {
+            if (id >= D) continue;
+            for (int kh = zh % S, ih = zh / S; kh < K && ih >= 0; kh += S, --ih) {
+                if (ih >= H) continue;
+                for (int kw = zw % S, iw = zw / S; kw < K && iw >= 0; kw += S, --iw) {
+                    if (iw >= W) continue;
                     const int tap = (kd * K + kh) * K + kw;
-                    const float* xp = x + ((b * Ci * D + td / S) * H + th / S) * W + tw / S;
+                    const float* xp = x + ((b * Ci * D + id) * H + ih) * W + iw;
                     for (int ci = 0; ci < Ci; ++ci) {
                         const float xv = xp[ci * D * H * W];
                         const float4* wt = reinterpret_cast<const float4*>(ws + (ci * K3 + tap) * CMAX);

@@ -1,4 +1,6 @@
-"""The whole model in one kernel: a direct 3x3x3 convolution with zero padding, a thread per pooled output computing the 2x2x2 window's conv outputs for all 16 channels, then max, logsumexp over channels and ReLU in registers.
+"""The whole model in one kernel: a direct 3x3x3 convolution with zero padding, a thread per pooled
+output computing the 2x2x2 window's conv outputs for all 16 channels, then max, logsumexp over
+channels and ReLU in registers.
 
 Eager runs the cuDNN Conv3d (3 -> 16 channels, padding 1; its output equals the strict fp32
 reference, so no TF32 there) and writes the (128, 16, 16, 32, 32) conv output (134 MB); MaxPool3d

@@ -1,4 +1,5 @@
-"""The whole model in one kernel: a direct 3x3x3 convolution, 16 output channels per thread, with Mish and tanh fused.
+"""The whole model in one kernel: a direct 3x3x3 convolution, 16 output channels per thread, with Mish
+and tanh fused.
 
 Eager runs the cuDNN Conv3d (3 -> 16 channels; the conv's output equals the strict fp32 reference,
 so no TF32 there) and then F.mish and torch.tanh, each a read and write of the (16, 16, 14, 30, 30)

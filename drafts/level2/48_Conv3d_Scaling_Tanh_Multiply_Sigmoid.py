@@ -1,4 +1,5 @@
-"""The whole model in one kernel: a direct 3x3x3 convolution, 16 output channels per thread, with scale, tanh, multiply and sigmoid fused.
+"""The whole model in one kernel: a direct 3x3x3 convolution, 16 output channels per thread, with
+scale, tanh, multiply and sigmoid fused.
 
 Eager runs the cuDNN Conv3d (3 -> 16 channels; its output equals the strict fp32 reference, so no
 TF32 there), then x * scaling_factor, tanh, x * bias and sigmoid: four elementwise kernels, each a

@@ -44,13 +44,13 @@ extern "C" __global__ void __launch_bounds__(256) convt_sub_tanh(const float* __
     float acc[CMAX];
     #pragma unroll
     for (int c = 0; c < CMAX; ++c) acc[c] = 0.f;
-    for (int kh = 0; kh < K; ++kh) {
-        const long long th = oh + P - kh;  // = input row * S when this tap lands here
-        if (th < 0 || th % S || th / S >= H) continue;
-        for (int kw = 0; kw < K; ++kw) {
-            const long long tw = ow + P - kw;
-            if (tw < 0 || tw % S || tw / S >= W) continue;
-            const float* xp = x + (b * Ci * H + th / S) * W + tw / S;
+    // the taps landing here: k = z mod S, z mod S + S, ..., from input i = z / S down (z = o + P = i * S + k)
+    const int zh = (int)oh + P, zw = (int)ow + P;
+    for (int kh = zh % S, ih = zh / S; kh < K && ih >= 0; kh += S, --ih) {
+        if (ih >= H) continue;
+        for (int kw = zw % S, iw = zw / S; kw < K && iw >= 0; kw += S, --iw) {
+            if (iw >= W) continue;
+            const float* xp = x + (b * Ci * H + ih) * W + iw;
             for (int ci = 0; ci < Ci; ++ci) {
                 const float xv = xp[ci * H * W];
                 const float4* wt = reinterpret_cast<const float4*>(ws + (ci * K2 + kh * K + kw) * CMAX);

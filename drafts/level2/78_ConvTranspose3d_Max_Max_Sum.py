@@ -16,10 +16,11 @@ position of one sample: each thread computes all 16 channels of one conv output 
 straight from the input (weights staged in shared memory as [input channel][tap][output channel] and
 read as broadcast float4s), a warp-shuffle max and a shared-memory max over the warps reduce each
 channel, and one thread adds the conv bias to each channel's max (max(v + b) = max(v) + b exactly, since
-rounding is monotonic) and sums the 16 in order. Threads are ordered by the parity of their position, so
-a warp's threads share the same kernel taps (stride 2 gives each output 1 or 2 taps per dimension) and
-do not diverge. Nothing but the (16, 1, 5, 10, 10) result is written: ~8 MB of input read, no temporary.
-All plain fp32 FMAs, no TF32: only the order of the 8 x 27 -term sums differs from cuDNN's. Other
+rounding is monotonic) and sums the 16 in order. Threads are ordered by the parity of their position
+(stride 2 gives each output 1 or 2 taps per dimension, by parity): a class holds 27 positions, so most
+of a warp's threads share their taps and a warp diverges only where it straddles two classes. Nothing
+but the (16, 1, 5, 10, 10) result is written: ~8 MB of input read, no temporary. All plain fp32 FMAs,
+no TF32: only the order of the 8 x 27 -term sums differs from cuDNN's. Other
 settings (groups, dilation, more than 16 output channels, non-default pools) take torch's ops with TF32
 off. Not yet measured on the H200.
 """
@@ -65,21 +66,19 @@ extern "C" __global__ void __launch_bounds__(256) convt_maxpool_chansum(const fl
         } else {
             a = p / (KP * KP), e = p / KP % KP, f = p % KP;
         }
-        const long long zd = od * KP + a + P, zh = oh * KP + e + P, zw = ow * KP + f + P;  // o + P = i * S + k
+        const int zd = od * KP + a + P, zh = oh * KP + e + P, zw = ow * KP + f + P;  // o + P = i * S + k
         float acc[CMAX];
         #pragma unroll
         for (int c = 0; c < CMAX; ++c) acc[c] = 0.f;
-        for (int kd = 0; kd < K; ++kd) {
-            const long long td = zd - kd;
-            if (td < 0 || td % S || td / S >= D) continue;
-            for (int kh = 0; kh < K; ++kh) {
-                const long long th = zh - kh;
-                if (th < 0 || th % S || th / S >= H) continue;
-                for (int kw = 0; kw < K; ++kw) {
-                    const long long tw = zw - kw;
-                    if (tw < 0 || tw % S || tw / S >= W) continue;
+        // the taps landing here: k = z mod S, z mod S + S, ..., from input i = z / S down (z = i * S + k)
+        for (int kd = zd % S, id = zd / S; kd < K && id >= 0; kd += S, --id) {
+            if (id >= D) continue;
+            for (int kh = zh % S, ih = zh / S; kh < K && ih >= 0; kh += S, --ih) {
+                if (ih >= H) continue;
+                for (int kw = zw % S, iw = zw / S; kw < K && iw >= 0; kw += S, --iw) {
+                    if (iw >= W) continue;
                     const int tap = (kd * K + kh) * K + kw;
-                    const float* xp = x + ((b * Ci * D + td / S) * H + th / S) * W + tw / S;
+                    const float* xp = x + ((b * Ci * D + id) * H + ih) * W + iw;
                     for (int ci = 0; ci < Ci; ++ci) {
                         const float xv = xp[ci * D * H * W];
                         const float4* wt = reinterpret_cast<const float4*>(ws + (ci * K3 + tap) * CMAX);

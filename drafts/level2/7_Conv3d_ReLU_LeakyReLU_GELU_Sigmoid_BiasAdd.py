@@ -1,4 +1,5 @@
-"""The whole model in one kernel: a direct 3x3x3 convolution, 16 output channels per thread, with the five elementwise ops fused.
+"""The whole model in one kernel: a direct 3x3x3 convolution, 16 output channels per thread, with the
+five elementwise ops fused.
 
 Eager runs the cuDNN Conv3d (3 -> 16 channels; its output equals the strict fp32 reference, so no
 TF32 there), the conv's bias add, then ReLU, LeakyReLU, GELU, sigmoid and the (C, 1, 1, 1) bias add:
