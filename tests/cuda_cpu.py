@@ -5,6 +5,7 @@ its task's reference on this machine before the H200 judges it (drafts/).
 
     k = cuda_cpu.load_cuda(source)               # same call as cudal1.load_cuda
     k.relu(grid, block, x.data_ptr(), y.data_ptr(), n)   # x, y CPU tensors
+    python tests/cuda_cpu.py drafts/level2/78_*.py   # solution files against their tasks (check())
 
 What it models: threadIdx / blockIdx / blockDim / gridDim, __syncthreads (a barrier over the block's
 threads; a thread that returned no longer counts, as on the GPU), static and dynamic __shared__
@@ -24,10 +25,15 @@ import hashlib
 import os
 import re
 import subprocess
+import sys
 import tempfile
 import types
 
-import cudal1
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+for d in (ROOT, os.path.join(ROOT, "tests")):  # run as a script from anywhere
+    if d not in sys.path:
+        sys.path.insert(0, d)
+import cudal1  # noqa: E402
 
 PRELUDE = r"""
 #include <algorithm>
@@ -298,3 +304,62 @@ def load_cuda(source):
         return launch
 
     return types.SimpleNamespace(**{name: launcher(name, "".join(c for _, c in ps)) for name, ps in kernels.items()})
+
+
+def check(path, sizes=None):
+    """The solution at `path` (kernels/ or drafts/) against its task at test sizes (then `sizes`, a
+    {constant: value} of the task's), on two input sets: its output under the strict rule, with every
+    tensor torch allocates filled with NaN (an element no kernel wrote shows), its kernels launched (not
+    a fallback), its inputs untouched, and its state (BatchNorm's running statistics) as eager's after."""
+    import torch
+    import evaluate
+    from test_tasks import small_task
+    level, name = os.path.basename(os.path.dirname(path)), os.path.basename(path)
+    task = small_task(os.path.join(ROOT, "kernelbench", level, name.split(".")[0] + ".py"))
+    for const, value in (sizes or {}).items():
+        assert hasattr(task, const), f"{name} has no constant {const}"
+        setattr(task, const, value)
+    real = cudal1.load_cuda
+    cudal1.load_cuda = load_cuda
+    try:
+        sol = evaluate.load_module(path, "sol_" + name.replace(".", "_"), scope=task)
+    finally:
+        cudal1.load_cuda = real
+    torch.manual_seed(0)
+    ref = task.Model(*task.get_init_inputs())
+    new = sol.ModelNew(*task.get_init_inputs())
+    new.load_state_dict(ref.state_dict())
+    fill = torch.utils.deterministic.fill_uninitialized_memory
+    torch.use_deterministic_algorithms(True)
+    torch.utils.deterministic.fill_uninitialized_memory = True
+    try:
+        for _ in range(2):
+            xs = task.get_inputs()
+            mine = [x.clone() for x in xs]
+            before = launches
+            with torch.no_grad():
+                want = ref(*[x.clone() for x in xs])
+                got = new(*mine)
+            assert launches > before or "load_cuda" not in open(path).read(), "took the fallback"
+            assert all(torch.equal(a, b) for a, b in zip(mine, xs)), "wrote into its input"
+            assert got.shape == want.shape and got.dtype == want.dtype
+            tol = 1e-4 * want.double().pow(2).mean().sqrt().item() + 1e-4 * want.abs()
+            assert ((got - want).abs() <= tol).all(), f"max error {(got - want).abs().max().item():.3g}"
+    finally:
+        torch.use_deterministic_algorithms(False)
+        torch.utils.deterministic.fill_uninitialized_memory = fill
+    theirs = new.state_dict()
+    for key, v in ref.state_dict().items():
+        assert torch.allclose(theirs[key].double(), v.double(), rtol=1e-4, atol=1e-6), f"state {key} differs from eager's"
+
+
+if __name__ == "__main__":
+    failed = 0
+    for path in sys.argv[1:]:
+        try:
+            check(path)
+            print(f"ok    {path}")
+        except (AssertionError, RuntimeError, ValueError, cudal1.BuildError) as e:
+            failed += 1
+            print(f"FAIL  {path}: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
+    sys.exit(1 if failed else 0)

@@ -120,54 +120,16 @@ def test_a_bad_kernel_is_a_build_error():
         cuda_cpu.load_cuda('extern "C" __global__ void f(float* y) { y[0] = undeclared; }')
 
 
-def check(path, monkeypatch, sizes=None):
-    """The solution at `path` (kernels/ or drafts/) against its task at test sizes (then `sizes`, a
-    {constant: value} of the task's), on two input sets: its output under the strict rule, with every
-    tensor torch allocates filled with NaN (an element no kernel wrote shows), its kernels launched (not
-    a fallback), its inputs untouched, and its state (BatchNorm's running statistics) as eager's after."""
-    level, name = os.path.basename(os.path.dirname(path)), os.path.basename(path)
-    task = small_task(os.path.join(ROOT, "kernelbench", level, name.split(".")[0] + ".py"))
-    for const, value in (sizes or {}).items():
-        assert hasattr(task, const), f"{name} has no constant {const}"
-        setattr(task, const, value)
-    monkeypatch.setattr(cudal1, "load_cuda", cuda_cpu.load_cuda)
-    sol = evaluate.load_module(path, "sol_" + name.replace(".", "_"), scope=task)
-    torch.manual_seed(0)
-    ref = task.Model(*task.get_init_inputs())
-    new = sol.ModelNew(*task.get_init_inputs())
-    new.load_state_dict(ref.state_dict())
-    torch.use_deterministic_algorithms(True)
-    monkeypatch.setattr(torch.utils.deterministic, "fill_uninitialized_memory", True)
-    try:
-        for _ in range(2):
-            xs = task.get_inputs()
-            mine = [x.clone() for x in xs]
-            before = cuda_cpu.launches
-            with torch.no_grad():
-                want = ref(*[x.clone() for x in xs])
-                got = new(*mine)
-            assert cuda_cpu.launches > before or "load_cuda" not in open(path).read(), "took the fallback"
-            assert all(torch.equal(a, b) for a, b in zip(mine, xs)), "wrote into its input"
-            assert got.shape == want.shape and got.dtype == want.dtype
-            tol = 1e-4 * want.double().pow(2).mean().sqrt().item() + 1e-4 * want.abs()
-            assert ((got - want).abs() <= tol).all(), f"max error {(got - want).abs().max().item():.3g}"
-    finally:
-        torch.use_deterministic_algorithms(False)
-    theirs = new.state_dict()
-    for key, v in ref.state_dict().items():
-        assert torch.allclose(theirs[key].double(), v.double(), rtol=1e-4, atol=1e-6), f"state {key} differs from eager's"
-
-
 @pytest.mark.parametrize("key", KNOWN_GOOD)
-def test_emulator_passes_kernels_the_h200_passed(key, monkeypatch):
-    check(os.path.join(ROOT, "kernels", key), monkeypatch)
+def test_emulator_passes_kernels_the_h200_passed(key):
+    cuda_cpu.check(os.path.join(ROOT, "kernels", key))
 
 
 @pytest.mark.parametrize("path", DRAFTS, ids=[os.path.relpath(p, ROOT) for p in DRAFTS])
-def test_draft_matches_its_task_on_the_cpu(path, monkeypatch):
-    check(path, monkeypatch, SMALLER.get(os.path.basename(path)))
+def test_draft_matches_its_task_on_the_cpu(path):
+    cuda_cpu.check(path, SMALLER.get(os.path.basename(path)))
     if os.path.basename(path) in SPAN:
-        check(path, monkeypatch, SPAN[os.path.basename(path)])
+        cuda_cpu.check(path, SPAN[os.path.basename(path)])
 
 
 def test_span_names_real_drafts():
