@@ -6,6 +6,8 @@ its task's reference on this machine before the H200 judges it (drafts/).
     k = cuda_cpu.load_cuda(source)               # same call as cudal1.load_cuda
     k.relu(grid, block, x.data_ptr(), y.data_ptr(), n)   # x, y CPU tensors
     python tests/cuda_cpu.py drafts/level2/78_*.py   # solution files against their tasks (check())
+    CUDA_CPU_FLAGS=-fsanitize=address LD_PRELOAD=$(g++ -print-file-name=libasan.so) \
+        ASAN_OPTIONS=detect_leaks=0 python tests/cuda_cpu.py FILE   # out-of-bounds accesses reported
 
 What it models: threadIdx / blockIdx / blockDim / gridDim, __syncthreads (a barrier over the block's
 threads; a thread that returned no longer counts, as on the GPU), static and dynamic __shared__
@@ -262,7 +264,8 @@ def load_cuda(source):
     """cudal1.load_cuda's object for `source`, its kernels run on the CPU (module docstring)."""
     kernels = cudal1.cuda_kernels(source)
     text = host_source(source)
-    h = hashlib.sha256(text.encode()).hexdigest()[:16]
+    flags = os.environ.get("CUDA_CPU_FLAGS", "").split()  # e.g. -fsanitize=address (python under LD_PRELOAD=libasan)
+    h = hashlib.sha256((text + " ".join(flags)).encode()).hexdigest()[:16]
     os.makedirs(BUILD_DIR, exist_ok=True)
     so = os.path.join(BUILD_DIR, f"{h}.so")
     if not os.path.exists(so):
@@ -270,7 +273,7 @@ def load_cuda(source):
         with open(cpp, "w") as f:
             f.write(text)
         p = subprocess.run(["g++", "-std=c++20", "-O1", "-fno-strict-aliasing", "-shared", "-fPIC", "-pthread", "-w",
-                            cpp, "-o", so + ".tmp"],
+                            *flags, cpp, "-o", so + ".tmp"],
                            capture_output=True, text=True)
         if p.returncode != 0:
             raise cudal1.BuildError(f"g++ (cuda_cpu) failed:\n{p.stderr[-4000:]}")

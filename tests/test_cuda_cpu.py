@@ -107,8 +107,9 @@ def test_what_the_gpu_leaves_undefined_fails_on_the_cpu():
         k.next_block(3, 32, y.data_ptr())
         runs.append(y.tolist())
     assert runs[0] != runs[1], "blocks run in opposite orders at two launches, so a cross-block race shows"
+    y = torch.zeros(32)  # held: a tensor made in the call's arguments is freed before the kernel runs
     with pytest.raises(RuntimeError, match="returned"):
-        k.early_exit(1, 32, torch.zeros(32).data_ptr(), 8)
+        k.early_exit(1, 32, y.data_ptr(), 8)
     with pytest.raises(ValueError, match="launch"):
         k.next_block(3, 128, y.data_ptr())  # more threads than its __launch_bounds__
     with pytest.raises(ValueError, match="launch"):
