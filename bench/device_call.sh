@@ -20,6 +20,7 @@ for step in "$@"; do
           timeout "${BUDGET:-480}" python3 evaluate.py --tasks "kernelbench/${LEVEL:-level3}" --solutions "drafts/${LEVEL:-level3}" \
             --gpu h200 --time-budget "${TIME_BUDGET:-0.5}" --out "results/h200-drafts-${LEVEL:-level3}-$(date +%m%d)" 2>&1 | tail -3 ;;
     drafts-vs-library)  # each drafts/LEVEL file beside the library's file for its task, in one run: a comparison
+          # (then, here: python bench/promote_drafts.py results/h200-drafts-vs-library-LEVEL-MMDD.jsonl --apply)
           ids=$(ls "drafts/${LEVEL:-level2}" | grep -o '^[0-9]\+_' | tr -d _ | sort -un | paste -sd,)
           timeout "${BUDGET:-300}" python3 evaluate.py --tasks "kernelbench/${LEVEL:-level2}" --ids "$ids" \
             --solutions "kernels/${LEVEL:-level2},drafts/${LEVEL:-level2}" --gpu h200 --time-budget "${TIME_BUDGET:-0.5}" \

@@ -2,7 +2,9 @@
 that use what it models, against library files the H200 judged correct, and then every draft in
 drafts/ (solutions written without a GPU) against its task's reference at tests/task_sizes' sizes,
 under the judge's strict rule, before a GPU session spends time on it."""
+import ast
 import glob
+import importlib.util
 import os
 import shutil
 
@@ -12,9 +14,13 @@ import torch
 import cuda_cpu
 import cudal1
 import evaluate
+import test_library
 from test_tasks import small_task
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_spec = importlib.util.spec_from_file_location("promote_drafts", os.path.join(ROOT, "bench", "promote_drafts.py"))
+promote_drafts = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(promote_drafts)
 DRAFTS = sorted(glob.glob(os.path.join(ROOT, "drafts", "level*", "*.py")))
 # drafts that sum across blocks (norm statistics, means): also checked at sizes where a sample spans
 # several blocks, which tests/task_sizes' one-block sizes leave untried
@@ -144,3 +150,29 @@ def test_draft_builds_with_nvcc(path):
     level, name = os.path.basename(os.path.dirname(path)), os.path.basename(path)
     task = small_task(os.path.join(ROOT, "kernelbench", level, name.split(".")[0] + ".py"))
     evaluate.load_module(path, "nvcc_" + name.replace(".", "_"), scope=task)
+
+
+@pytest.mark.parametrize("path", DRAFTS, ids=[os.path.relpath(p, ROOT) for p in DRAFTS])
+def test_draft_reads_as_a_solution_awaiting_its_measurement(path):
+    """As test_library asks of kernels/ (an analysis first, the task's constructor, no lab notes), and the
+    closing sentence bench/promote_drafts.py replaces by the H200's number when the draft wins."""
+    test_library.test_a_solution_reads_as_a_solution_of_its_task(path)
+    assert promote_drafts.PENDING.search(ast.get_docstring(ast.parse(open(path).read())))
+
+
+def test_promote_moves_only_a_correct_draft_that_beat_the_library(tmp_path):
+    rec = lambda task, sol, s, ok=True: {"task": f"level2/{task}.py", "solution": sol, "correct": ok, "speedup": s,
+                                         "ref_ms": 1.0, "sol_ms": 1.0 / s if s else None, "status": "ok" if ok else "wrong"}
+    rows = promote_drafts.decide([rec("1_A", "kernels/level2/1_A.py", 1.2), rec("1_A", "drafts/level2/1_A.py", 2.5),
+                                  rec("2_B", "kernels/level2/2_B.py", 1.5), rec("2_B", "drafts/level2/2_B.py", 1.4),
+                                  rec("3_C", "kernels/level2/3_C.py", 1.1), rec("3_C", "drafts/level2/3_C.py", None, False),
+                                  rec("4_D", "kernels/level2/4_D.py", 1.3)])
+    assert [(t, v.split(":")[0]) for t, _, _, v in rows] == [("level2/1_A.py", "moves"), ("level2/2_B.py", "stays"),
+                                                             ("level2/3_C.py", "stays")]
+    text = promote_drafts.promoted_source('"""An analysis. Not yet measured on\nthe H200.\n"""\n', rows[0][1])
+    assert "Measured on the H200: 2.50x over eager (1 -> 0.4 ms)." in text and "Not yet" not in text
+    (tmp_path / "1_A.v2.py").write_text("")
+    assert promote_drafts.free_name(str(tmp_path), "1_A.py") == promote_drafts.free_name(str(tmp_path), "1_A.v3.py") \
+        == "1_A.v3.py"
+    near = promote_drafts.decide([rec("5_E", "kernels/level2/5_E.py", 1.00), rec("5_E", "drafts/level2/5_E.py", 1.03)])
+    assert near[0][3].startswith("stays"), "a win inside a run's timing noise moves nothing"
