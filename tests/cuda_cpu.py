@@ -17,10 +17,9 @@ whose mask names a lane that has returned is an error, as it is undefined on the
 float4, the common intrinsics and the launch limits (grid y/z <= 65535, <= 1024 threads a block,
 __launch_bounds__). Blocks run one after another, last first at one launch and first first at the
 next, so a block that relies on another block's write in the same launch reads differently at two
-calls. What it does not model: blocks running
-at once (a kernel that waits for another block never returns), memory-model races inside a block,
-timing, FMA contraction, and the exact rounding of fast-math intrinsics (__expf is expf here). It
-checks what a kernel computes, not how fast.
+calls. What it does not model: blocks running at once (a kernel that waits for another block never
+returns), memory-model races inside a block, timing, FMA contraction, and the exact rounding of
+fast-math intrinsics (__expf is expf here). It checks what a kernel computes, not how fast.
 """
 import ctypes
 import hashlib
@@ -269,7 +268,7 @@ def load_cuda(source):
     os.makedirs(BUILD_DIR, exist_ok=True)
     so = os.path.join(BUILD_DIR, f"{h}.so")
     if not os.path.exists(so):
-        cpp = os.path.join(BUILD_DIR, f"{h}.cpp")
+        cpp = os.path.join(BUILD_DIR, f"{h}.{os.getpid()}.cpp")  # one writer per file: processes may race here
         with open(cpp, "w") as f:
             f.write(text)
         p = subprocess.run(["g++", "-std=c++20", "-O1", "-fno-strict-aliasing", "-shared", "-fPIC", "-pthread", "-w",

@@ -1,7 +1,8 @@
 """load_cuda kernels run on the CPU (tests/cuda_cpu.py): the emulator against plain torch on kernels
-that use what it models, against library files the H200 judged correct, and then every draft in
-drafts/ (solutions written without a GPU) against its task's reference at tests/task_sizes' sizes,
-under the judge's strict rule, before a GPU session spends time on it."""
+that use what it models, on what the GPU leaves undefined, and against library files the H200 judged
+correct; then every draft in drafts/ (solutions written without a GPU) against its task's reference at
+tests/task_sizes' sizes under the judge's strict rule (cuda_cpu.check), its cubin built with nvcc, and
+its text read as a solution awaiting the measurement bench/promote_drafts.py writes in when it wins."""
 import ast
 import glob
 import importlib.util
