@@ -5,7 +5,7 @@ for each task whose draft passed and beat every library file in that same run by
 timing noise), moves the draft into
 kernels/LEVEL under the next free variant name (N_Name.vK.py: the old file stays, a second technique for
 training and for the next eval), its docstring's closing "Not yet measured on the H200." replaced by the
-measurement. Drafts that failed or lost stay where they are; the table says why.
+measurement and the card it was taken on. Drafts that failed or lost stay where they are; the table says why.
 
     python bench/promote_drafts.py results/h200-drafts-vs-library-level2-MMDD.jsonl          # what it would do
     python bench/promote_drafts.py results/h200-drafts-vs-library-level2-MMDD.jsonl --apply  # do it (git mv)
@@ -55,11 +55,18 @@ def decide(records):
     return out
 
 
+def card(rec):
+    """The GPU a record was measured on, as a reader names it: 'NVIDIA H100 80GB HBM3' -> 'H100'."""
+    gpu = rec.get("env", {}).get("gpu") or "H200"
+    found = re.search(r"\b([A-Z]\d{3})\b", gpu)
+    return found.group(1) if found else gpu
+
+
 def promoted_source(source, rec):
-    """The draft's text with its closing sentence replaced by the measurement, in the library's words."""
+    """The draft's text with its closing sentence replaced by the measurement (on the card the run had)."""
     if not PENDING.search(source):
         raise ValueError(f"{rec['solution']}: no 'Not yet measured on the H200.' to replace")
-    said = f"Measured on the H200: {rec['speedup']:.2f}x over eager ({rec['ref_ms']:.3g} -> {rec['sol_ms']:.3g} ms)."
+    said = f"Measured on the {card(rec)}: {rec['speedup']:.2f}x over eager ({rec['ref_ms']:.3g} -> {rec['sol_ms']:.3g} ms)."
     return PENDING.sub(said, source, count=1)
 
 

@@ -170,6 +170,8 @@ def test_promote_moves_only_a_correct_draft_that_beat_the_library(tmp_path):
                                                              ("level2/3_C.py", "stays")]
     text = promote_drafts.promoted_source('"""An analysis. Not yet measured on\nthe H200.\n"""\n', rows[0][1])
     assert "Measured on the H200: 2.50x over eager (1 -> 0.4 ms)." in text and "Not yet" not in text
+    on_h100 = dict(rows[0][1], env={"gpu": "NVIDIA H100 80GB HBM3"})
+    assert "Measured on the H100: 2.50x" in promote_drafts.promoted_source('"""Not yet measured on the H200."""', on_h100)
     (tmp_path / "1_A.v2.py").write_text("")
     assert promote_drafts.free_name(str(tmp_path), "1_A.py") == promote_drafts.free_name(str(tmp_path), "1_A.v3.py") \
         == "1_A.v3.py"
