@@ -24,7 +24,8 @@ positions run together and L2 sees whole sectors.
 Numerics: plain fp32 FMAs, no TF32; only the order of the ~108-term sums differs from cuDNN's, then
 the bias, the clamp and the divide as eager rounds them. Other settings (groups, dilation, non-cubic
 kernel/stride/padding, more than 16 output channels, a tap set that does not fit the shared buffer, a
-sample past 2^31 elements) take torch's ops with cuDNN's TF32 off. Measured on the H100: 1.51x over eager (0.824 -> 0.545 ms).
+sample past 2^31 elements) take torch's ops with cuDNN's TF32 off.
+Measured on the H200: 1.40x over eager (0.776 -> 0.554 ms); 1.51x on the H100.
 """
 import torch
 import torch.nn as nn

@@ -23,7 +23,8 @@ tanh(sum / n) itself; with more, each block writes its partial sums and a second
 tiles in order: deterministic, no float atomics. DRAM traffic: the 4.2 MB input, 32 KB written.
 Numerics: plain fp32 fmaf over (tap, ci), fp32 sums of at most 256 values per block; no TF32. Other
 settings (groups, dilation, non-square kernel/stride/padding, non-default pools, weights over the
-shared buffer) take cuDNN with TF32 off and eager's ops. Measured on the H100: 1.68x over eager (0.37 -> 0.221 ms).
+shared buffer) take cuDNN with TF32 off and eager's ops.
+Measured on the H200: 1.70x over eager (0.364 -> 0.214 ms); 1.68x on the H100.
 """
 import torch
 import torch.nn as nn

@@ -30,7 +30,8 @@ Numerics: plain fp32 FMAs, no TF32; only the order of the 128-term conv sums dif
 statistics in double (E[v^2] - mean^2), BatchNorm as (v - mean) * (gamma * rstd) + beta. Other settings
 (groups, dilation, non-square kernel/stride/padding, a pool that is not kernel = stride with no padding
 or does not tile the conv output, eval mode, BatchNorm or GroupNorm without affine, more taps than the
-shared buffer holds, a sample past 2^31 elements) take torch's ops with cuDNN's TF32 off. Measured on the H100: 1.55x over eager (1 -> 0.645 ms).
+shared buffer holds, a sample past 2^31 elements) take torch's ops with cuDNN's TF32 off.
+Measured on the H200: 1.49x over eager (1.03 -> 0.69 ms); 1.55x on the H100.
 """
 import torch
 import torch.nn as nn

@@ -23,7 +23,8 @@ several times; traffic is the 17 MB input read twice and the output written once
 
 Numerics: plain fp32 FMAs, no TF32. Each thread sums its <= 32 positions in fp32, everything beyond in
 double in a fixed order, so the output is bitwise reproducible; var = E[v^2] - E[v]^2 in double.
-Other settings (groups, dilation, eval mode, no affine) take torch's ops with TF32 off. Measured on the H100: 2.39x over eager (2.17 -> 0.909 ms).
+Other settings (groups, dilation, eval mode, no affine) take torch's ops with TF32 off.
+Measured on the H200: 2.24x over eager (2.1 -> 0.938 ms); 2.39x on the H100.
 """
 import torch
 import torch.nn as nn

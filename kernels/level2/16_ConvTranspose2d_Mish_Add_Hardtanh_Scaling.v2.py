@@ -23,7 +23,8 @@ mostly from L2) and the 35.7 MB output. Numerics: plain fp32 fmaf over (tap, ci)
 log1pf, tanhf; no TF32 (cuDNN orders the 128 terms differently: rounding-level differences). Other
 settings (groups, dilation, non-square kernel/stride/padding, weights over the shared buffer) take cuDNN
 with TF32 off and eager's ops. The task's 33 x 33 output is odd, so the classes differ in size; each
-takes the largest class's extent and ~6% of the threads exit at once. Measured on the H100: 1.49x over eager (0.322 -> 0.217 ms).
+takes the largest class's extent and ~6% of the threads exit at once.
+Measured on the H200: 1.96x over eager (0.528 -> 0.269 ms); 1.49x on the H100.
 """
 import torch
 import torch.nn as nn

@@ -25,7 +25,8 @@ the taps in (ci, kh, kw) order, then + bias (cuDNN orders the 27 terms different
 sums in fp32 (32 terms), the cross-warp sums in double; eps = InstanceNorm2d's, rstd =
 1 / sqrt(var + eps) in double. Other configs (planes over 1024 pixels, more than 16 channels,
 stride, padding, dilation, groups, non-square kernels, an affine or tracking InstanceNorm,
-unbatched input) take cuDNN with TF32 off and eager's ops. Measured on the H100: 2.82x over eager (0.221 -> 0.0784 ms).
+unbatched input) take cuDNN with TF32 off and eager's ops.
+Measured on the H200: 3.94x over eager (0.52 -> 0.132 ms); 2.82x on the H100.
 """
 import torch
 import torch.nn as nn

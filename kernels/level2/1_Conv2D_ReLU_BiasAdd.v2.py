@@ -19,7 +19,7 @@ time, the call being largely launch-bound. Numerics: plain fp32 fmaf over the ta
 order, then + conv bias (cuDNN orders the 27 terms differently: rounding-level differences), no
 TF32; relu keeps NaN, as torch.relu does. Other configs (more than 16 channels, stride, padding,
 dilation, groups, non-square kernels, a bias not shaped (C, 1, 1), unbatched input) take cuDNN with
-TF32 off and eager's ops. Measured on the H100: 2.26x over eager (0.149 -> 0.0659 ms).
+TF32 off and eager's ops. Measured on the H200: 2.43x over eager (0.181 -> 0.0746 ms); 2.26x on the H100.
 """
 import torch
 import torch.nn as nn

@@ -25,7 +25,7 @@ differences), expf; no TF32. Statistics are exact-square double sums in a fixed 
 output is bitwise reproducible and var = E[v^2] - mean^2 loses nothing that matters in double
 (torch uses fp32 Welford). Other configs (more than 16 channels, stride, padding, dilation,
 groups, non-square kernels, bias or scale not of shape (C, 1, 1), GroupNorm without affine) take
-cuDNN with TF32 off and eager's ops. Measured on the H100: 2.40x over eager (0.253 -> 0.105 ms).
+cuDNN with TF32 off and eager's ops. Measured on the H200: 2.27x over eager (0.24 -> 0.106 ms); 2.40x on the H100.
 """
 import torch
 import torch.nn as nn

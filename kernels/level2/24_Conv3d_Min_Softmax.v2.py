@@ -15,7 +15,7 @@ touches memory: DRAM sees the 25 MB input and the 7.4 MB output, one launch inst
 fp32 FMAs (no TF32), the 81 taps summed in (ci, kd, kh, kw) order; min propagates NaN as torch.min
 does. A min over another dim, other conv settings (stride, padding, more than 16 channels, a
 non-cubic kernel) take cuDNN with TF32 off and eager's ops.
-Measured on the H100: 2.11x over eager (0.667 -> 0.316 ms).
+Measured on the H200: 2.13x over eager (0.715 -> 0.336 ms); 2.11x on the H100.
 """
 import torch
 import torch.nn as nn

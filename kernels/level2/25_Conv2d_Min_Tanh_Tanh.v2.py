@@ -19,7 +19,8 @@ where this reads it once per pixel for all 16 FMAs, so this mapping is the one e
 ~40% occupancy lacks). Numerics: plain fp32 fmaf over the taps in (ci, kh, kw) order, then + bias
 (cuDNN orders the 27 terms differently: rounding-level differences), tanhf; no TF32. Other
 configs (more than 16 channels, stride, padding, dilation, groups, non-square kernels, unbatched
-input) take cuDNN with TF32 off and eager's ops. Measured on the H100: 2.47x over eager (0.184 -> 0.0745 ms).
+input) take cuDNN with TF32 off and eager's ops.
+Measured on the H200: 2.78x over eager (0.237 -> 0.0853 ms); 2.47x on the H100.
 """
 import torch
 import torch.nn as nn

@@ -27,7 +27,8 @@ Numerics: plain fp32 FMAs, no TF32; only the order of the 108-term sums differs 
 + bias, + add_input and hardswish as torch rounds them (y * min(max(y + 3, 0), 6) / 6). The task's
 unused `bias` parameter is kept so the state dict matches. Other settings (groups, dilation, non-cubic
 kernel/stride/padding, more taps than the shared buffer holds, an add_input that broadcasts, a sample
-past 2^31 elements) take torch's ops with cuDNN's TF32 off. Measured on the H100: 1.25x over eager (5.28 -> 4.21 ms).
+past 2^31 elements) take torch's ops with cuDNN's TF32 off.
+Measured on the H200: 0.97x over eager (4.09 -> 4.22 ms); 1.25x on the H100.
 """
 import torch
 import torch.nn as nn

@@ -17,7 +17,7 @@ is never stored: DRAM traffic is the 25 MB input and ~400 KB of partials; the ke
 the sums run in another order than eager's; the outputs are ~1/16 and each is a mean of 12,600
 positive terms, so the difference is ~1e-7 relative. Other settings (more than 16 channels, stride,
 padding, dilation, groups, no bias) take cuDNN with TF32 off and eager's ops.
-Measured on the H100: 2.96x over eager (1.06 -> 0.356 ms).
+Measured on the H200: 2.76x over eager (1.02 -> 0.368 ms); 2.96x on the H100.
 """
 import torch
 import torch.nn as nn

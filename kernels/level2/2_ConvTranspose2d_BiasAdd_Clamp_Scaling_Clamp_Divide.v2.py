@@ -13,7 +13,7 @@ in shared memory as [input channel][tap][output channel] and read as broadcast f
 + conv bias, + bias, clamp(0, 1), * s, clamp(0, 1), / s in eager's order and writes each channel once:
 1.5 MB read, 33.6 MB written, one launch. All plain fp32 FMAs, no TF32: only the order of the
 conv's sums differs from cuDNN's. Other settings (groups, dilation, more than 16 output channels)
-take torch's ops with TF32 off. Measured on the H100: 3.56x over eager (0.355 -> 0.0999 ms).
+take torch's ops with TF32 off. Measured on the H200: 3.06x over eager (0.391 -> 0.128 ms); 3.56x on the H100.
 """
 import torch
 import torch.nn as nn

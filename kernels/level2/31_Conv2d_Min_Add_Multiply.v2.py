@@ -22,7 +22,8 @@ blocks of 256 on 132 SMs; the 16 independent accumulators per thread give ILP fo
 occupancy). Numerics: plain fp32 fmaf over the taps in (ci, kh, kw) order, then + conv bias (cuDNN
 orders the 27 terms differently: rounding-level differences); no TF32. Other configs (more than 16
 channels, stride, padding, dilation, groups, non-square kernels, unbatched input, a bias not shaped
-(Co, 1, 1)) take cuDNN with TF32 off and eager's ops. Measured on the H100: 2.75x over eager (0.188 -> 0.0685 ms).
+(Co, 1, 1)) take cuDNN with TF32 off and eager's ops.
+Measured on the H200: 2.85x over eager (0.268 -> 0.0939 ms); 2.75x on the H100.
 """
 import torch
 import torch.nn as nn

@@ -19,7 +19,7 @@ independent accumulators per thread give ILP for the ~40% occupancy). Numerics: 
 over the taps in (ci, kh, kw) order, then + bias (cuDNN orders the 27 terms differently:
 rounding-level differences), then * s; no TF32. Other configs (more than 16 channels, stride,
 padding, dilation, groups, non-square kernels, unbatched input) take cuDNN with TF32 off and
-eager's ops. Measured on the H100: 2.80x over eager (0.173 -> 0.0619 ms).
+eager's ops. Measured on the H200: 2.82x over eager (0.225 -> 0.0797 ms); 2.80x on the H100.
 """
 import torch
 import torch.nn as nn

@@ -17,7 +17,8 @@ overlap and each conv pixel is computed once (or not at all, in a trailing row t
 Numerics: plain fp32 fmaf over the taps in (ci, kh, kw) order, then + bias (cuDNN orders the 27
 terms differently: rounding-level differences), expf/log1pf/tanhf; no TF32. Other configs (more
 than 16 channels, stride, padding, dilation, groups, non-square kernels, a pool with its own
-stride, padding, dilation or ceil mode) take cuDNN with TF32 off and eager's ops. Measured on the H100: 2.66x over eager (0.2 -> 0.0753 ms).
+stride, padding, dilation or ceil mode) take cuDNN with TF32 off and eager's ops.
+Measured on the H200: 3.11x over eager (0.352 -> 0.113 ms); 2.66x on the H100.
 """
 import torch
 import torch.nn as nn

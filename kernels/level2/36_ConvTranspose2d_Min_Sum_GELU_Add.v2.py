@@ -16,7 +16,8 @@ propagates, as in torch.min) and adds it to its running sum; the 8 group sums of
 in a fixed order, so the result is the same bit for bit on every call. Then gelu(sum) + bias[c] is
 written for each channel: 1.5 MB read, 0.5 MB written, one launch, no temporary. All plain fp32,
 no TF32: the conv's and the column's sums are ordered differently from eager's. Other settings
-(groups, dilation, more than 16 output channels, a batch over 65535) take torch's ops with TF32 off. Measured on the H100: 2.67x over eager (0.302 -> 0.113 ms).
+(groups, dilation, more than 16 output channels, a batch over 65535) take torch's ops with TF32 off.
+Measured on the H200: 3.07x over eager (0.352 -> 0.115 ms); 2.67x on the H100.
 """
 import torch
 import torch.nn as nn

@@ -19,7 +19,7 @@ the same taps (no divergence). Then clamp to [0, 1], the softmax over the 16 cha
 torch does) and the x2, and each channel is written once: 8 MB of input read, 17 MB written, no
 temporary. All plain fp32 FMAs, no TF32: only the order of the sums differs from cuDNN's. Other
 settings (groups, dilation, more than 16 output channels, other pools) take torch's ops with TF32 off.
-Measured on the H100: 3.29x over eager (0.847 -> 0.258 ms).
+Measured on the H200: 3.36x over eager (0.771 -> 0.23 ms); 3.29x on the H100.
 """
 import torch
 import torch.nn as nn

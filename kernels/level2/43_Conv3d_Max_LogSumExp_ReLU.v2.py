@@ -18,7 +18,7 @@ instead of about eight. Plain fp32 FMAs (no TF32), the 81 taps summed in (ci, kd
 max pool, max and ReLU propagate NaN as torch does. Any stride and cubic zero padding are covered;
 dilation, groups, more than 16 channels, a non-cubic kernel or another pool setting take cuDNN with
 TF32 off and eager's ops.
-Measured on the H100: 2.60x over eager (0.905 -> 0.348 ms).
+Measured on the H200: 2.56x over eager (0.923 -> 0.36 ms); 2.60x on the H100.
 """
 import torch
 import torch.nn as nn

@@ -17,7 +17,8 @@ each conv pixel is computed once (or not at all, in a trailing row the pool drop
 plain fp32 fmaf over the taps in (ci, kh, kw) order, then + bias (cuDNN orders the 27 terms
 differently: rounding-level differences), tanhf; no TF32. Other configs (more than 16 channels,
 stride, padding, dilation, groups, non-square kernels, a pool with its own stride, padding, ceil
-mode or divisor) take cuDNN with TF32 off and eager's ops. Measured on the H100: 2.53x over eager (0.188 -> 0.0744 ms).
+mode or divisor) take cuDNN with TF32 off and eager's ops.
+Measured on the H200: 2.54x over eager (0.198 -> 0.0781 ms); 2.53x on the H100.
 """
 import torch
 import torch.nn as nn

@@ -13,7 +13,7 @@ where tanh is 1 either way) and tanh, and is written once: DRAM sees the 3.1 MB 
 12.9 MB output, in one launch instead of three. Plain fp32 FMAs (no TF32), the 81 taps summed in
 (ci, kd, kh, kw) order, expf/log1pf/tanhf as torch uses. Other settings (stride, padding, more than
 16 channels, a non-cubic kernel) take cuDNN with TF32 off and eager's ops.
-Measured on the H100: 1.73x over eager (0.172 -> 0.0992 ms).
+Measured on the H200: 1.80x over eager (0.205 -> 0.114 ms); 1.73x on the H100.
 """
 import torch
 import torch.nn as nn

@@ -14,7 +14,7 @@ five. Plain fp32 FMAs (no TF32), the 81 taps summed in (ci, kd, kh, kw) order; t
 single fp32 multiplies as in eager. As in the task, the `scaling_factor` argument is ignored (the
 attribute is a (C, 1, 1, 1) Parameter). Other settings (stride, padding, more than 16 channels, a
 non-cubic kernel) take cuDNN with TF32 off and eager's ops.
-Measured on the H100: 2.84x over eager (0.904 -> 0.318 ms).
+Measured on the H200: 2.62x over eager (0.839 -> 0.321 ms); 2.84x on the H100.
 """
 import torch
 import torch.nn as nn

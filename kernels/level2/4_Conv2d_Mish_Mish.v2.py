@@ -19,7 +19,7 @@ plain fp32 fmaf over the taps in (ci, kh, kw) order, then + bias (cuDNN orders t
 differently: rounding-level differences), no TF32; mish(v) = v * tanh(log1p(exp(v))) as torch's
 CUDA kernel writes it (exp overflowing to inf gives v, as in torch). Other configs (more than 16
 channels, stride, padding, dilation, groups, non-square kernels, unbatched input) take cuDNN with
-TF32 off and eager's ops. Measured on the H100: 2.13x over eager (0.179 -> 0.0843 ms).
+TF32 off and eager's ops. Measured on the H200: 2.18x over eager (0.188 -> 0.0861 ms); 2.13x on the H100.
 """
 import torch
 import torch.nn as nn

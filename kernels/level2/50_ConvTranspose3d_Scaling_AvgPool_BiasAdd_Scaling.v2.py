@@ -19,7 +19,8 @@ conv's stride, so every thread of a warp takes the same taps. scale1 and scale2 
 read through their pointers on the device (no .item(), no host sync). ~25 MB read, 118 MB written,
 one launch, no temporary. All plain fp32 FMAs, no TF32; the sums and the scale are ordered
 differently from eager's, a rounding-level difference. Other settings (groups, dilation, more than 16
-output channels, other pools) take torch's ops with TF32 off. Measured on the H100: 7.77x over eager (5.95 -> 0.766 ms).
+output channels, other pools) take torch's ops with TF32 off.
+Measured on the H200: 7.14x over eager (5.48 -> 0.767 ms); 7.77x on the H100.
 """
 import torch
 import torch.nn as nn

@@ -25,7 +25,7 @@ rounding-level differences), expf/log1pf/tanhf; no TF32, no atomics: the output 
 stats are bitwise reproducible. Sums of m and exact m^2 in double make E[m^2] - mean^2 as good as
 torch's fp32 Welford. Other configs (eval mode, no running stats or affine, more than 16 channels,
 stride, padding, dilation, groups, non-square kernels, a batch of one value per channel) take cuDNN
-with TF32 off and eager's ops. Measured on the H100: 2.07x over eager (0.294 -> 0.142 ms).
+with TF32 off and eager's ops. Measured on the H200: 2.08x over eager (0.277 -> 0.133 ms); 2.07x on the H100.
 """
 import torch
 import torch.nn as nn

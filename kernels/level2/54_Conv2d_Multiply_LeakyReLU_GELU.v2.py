@@ -18,7 +18,8 @@ one expected faster (450 blocks of 256 on 132 SMs; the 16 independent accumulato
 ILP for the ~40% occupancy). Numerics: plain fp32 fmaf over the taps in (ci, kh, kw) order, then
 + bias (cuDNN orders the 27 terms differently: rounding-level differences), erff; no TF32. Other
 configs (more than 16 channels, stride, padding, dilation, groups, non-square kernels, unbatched
-input, a multiplier not shaped (Co, 1, 1)) take cuDNN with TF32 off and eager's ops. Measured on the H100: 2.59x over eager (0.216 -> 0.0832 ms).
+input, a multiplier not shaped (Co, 1, 1)) take cuDNN with TF32 off and eager's ops.
+Measured on the H200: 2.92x over eager (0.233 -> 0.0797 ms); 2.59x on the H100.
 """
 import torch
 import torch.nn as nn

@@ -13,7 +13,7 @@ shared memory as [input channel][tap][output channel] (32 KB) and read as broadc
 writes tanh(conv + conv bias - bias) per channel once: 4 MB read, 8.4 MB written, one launch. All
 plain fp32 FMAs, no TF32: only the order of the conv's sums differs from cuDNN's. Other settings
 (groups, dilation, more than 16 output channels, weights beyond 32 KB) take torch's ops with TF32 off.
-Measured on the H100: 1.60x over eager (0.23 -> 0.144 ms).
+Measured on the H200: 1.93x over eager (0.306 -> 0.158 ms); 1.60x on the H100.
 """
 import torch
 import torch.nn as nn

@@ -22,7 +22,7 @@ Numerics: plain fp32 FMAs, no TF32; swish = x * sigmoid(x) with sigmoid = 1 / (1
 hardswish = x * min(max(x + 3, 0), 6) / 6, as torch. Each thread sums its <= 32 positions in fp32,
 everything beyond in double in a fixed order, so the output is bitwise reproducible; var = E[v^2] - E[v]^2
 in double. Other settings (groups, dilation, > 16 channels, no affine) take torch's ops with TF32 off.
-Measured on the H100: 3.33x over eager (7.94 -> 2.38 ms).
+Measured on the H200: 2.95x over eager (6.91 -> 2.34 ms); 3.33x on the H100.
 """
 import torch
 import torch.nn as nn

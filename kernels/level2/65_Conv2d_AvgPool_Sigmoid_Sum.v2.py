@@ -23,7 +23,8 @@ the window is summed in avg_pool2d's order and divided by k * k as it does; sigm
 1 / (1 + expf(-v)); a thread adds its channels in fp32, a warp shuffles its 32 sums in a fixed
 order, thread 0 adds the warps in order in double: bitwise reproducible, no TF32. Other configs
 (more than 16 channels, stride, padding, dilation, groups, non-square kernels, a pool with its own
-stride, padding, ceil mode or divisor) take cuDNN with TF32 off and eager's ops. Measured on the H100: 2.65x over eager (0.246 -> 0.0929 ms).
+stride, padding, ceil mode or divisor) take cuDNN with TF32 off and eager's ops.
+Measured on the H200: 2.70x over eager (0.241 -> 0.0893 ms); 2.65x on the H100.
 """
 import torch
 import torch.nn as nn

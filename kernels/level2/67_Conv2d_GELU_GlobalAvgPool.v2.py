@@ -24,7 +24,7 @@ registers a thread). Numerics: plain fp32 fmaf over the taps in (ci, kh, kw) ord
 erf(v / sqrt 2)) as F.gelu writes it; warp sums in fp32 (32 terms), the cross-warp sums in double:
 bitwise reproducible, no TF32. Other configs (planes over 1024 pixels, more than 16 channels,
 stride, padding, dilation, groups, non-square kernels, unbatched input) take cuDNN with TF32 off and
-eager's ops. Measured on the H100: 2.57x over eager (0.17 -> 0.0663 ms).
+eager's ops. Measured on the H200: 3.12x over eager (0.352 -> 0.113 ms); 2.57x on the H100.
 """
 import torch
 import torch.nn as nn

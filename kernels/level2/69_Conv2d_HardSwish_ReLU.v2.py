@@ -20,7 +20,8 @@ come from the kernel's own time, the call being largely launch-bound. Numerics: 
 over the taps in (ci, kh, kw) order, then + bias (cuDNN orders the 27 terms differently:
 rounding-level differences), no TF32; hardswish = v * min(max(v + 3, 0), 6) / 6 as torch writes
 it, then relu keeping NaN. Other configs (more than 16 channels, stride, padding, dilation, groups,
-non-square kernels, unbatched input) take cuDNN with TF32 off and eager's ops. Measured on the H100: 2.40x over eager (0.158 -> 0.0658 ms).
+non-square kernels, unbatched input) take cuDNN with TF32 off and eager's ops.
+Measured on the H200: 2.60x over eager (0.257 -> 0.0986 ms); 2.40x on the H100.
 """
 import torch
 import torch.nn as nn

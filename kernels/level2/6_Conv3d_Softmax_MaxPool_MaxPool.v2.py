@@ -17,7 +17,7 @@ are never computed, as eager's pools never read them. Nothing but the (128, 16, 
 written; the kernel is FMA-bound (~3.3 GFLOP of plain fp32, no TF32). Max is exact and NaN
 propagates as in torch's pools. Other settings (more than 16 channels, conv stride, padding,
 dilation, groups, pools other than two plain MaxPool3d(2)) take cuDNN with TF32 off and eager's ops.
-Measured on the H100: 3.36x over eager (0.956 -> 0.284 ms).
+Measured on the H200: 3.16x over eager (1.05 -> 0.333 ms); 3.36x on the H100.
 """
 import torch
 import torch.nn as nn

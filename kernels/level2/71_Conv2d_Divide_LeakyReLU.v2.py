@@ -21,7 +21,8 @@ over the taps in (ci, kh, kw) order, then + bias (cuDNN orders the 27 terms diff
 rounding-level differences), no TF32; a true division by the divisor (exact for the task's 2,
 where torch multiplies by its reciprocal); v > 0 ? v : 0.01 * v as torch's leaky_relu (NaN stays
 NaN). Other configs (more than 16 channels, stride, padding, dilation, groups, non-square kernels,
-unbatched input) take cuDNN with TF32 off and eager's ops. Measured on the H100: 2.46x over eager (0.166 -> 0.0674 ms).
+unbatched input) take cuDNN with TF32 off and eager's ops.
+Measured on the H200: 2.76x over eager (0.243 -> 0.0881 ms); 2.46x on the H100.
 """
 import torch
 import torch.nn as nn

@@ -26,7 +26,8 @@ does not move; the bias only shifts the mean, added back for running_mean; and t
 the channel mean then cancels little); each thread sums its <= 32 positions in fp32, everything
 beyond in double in a fixed order, so the output is bitwise reproducible; var = E[v^2] - E[v]^2 in
 double. Other settings (groups, dilation, > 16 channels, pools whose window is not a multiple of the
-stride, eval mode, no affine) take torch's ops with TF32 off. Measured on the H100: 15.02x over eager (24.7 -> 1.64 ms).
+stride, eval mode, no affine) take torch's ops with TF32 off.
+Measured on the H200: 14.00x over eager (24 -> 1.71 ms); 15.02x on the H100.
 """
 import torch
 import torch.nn as nn

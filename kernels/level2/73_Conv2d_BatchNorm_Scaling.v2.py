@@ -27,7 +27,7 @@ orders the 27 terms differently: rounding-level differences), no TF32, no atomic
 the running stats are bitwise reproducible. Sums of v and exact v^2 in double make E[v^2] - mean^2
 as good as torch's fp32 Welford. Other configs (eval mode, no running stats or affine, more than 16
 channels, stride, padding, dilation, groups, non-square kernels, a batch of one value per channel)
-take cuDNN with TF32 off and eager's ops. Measured on the H100: 1.90x over eager (0.252 -> 0.133 ms).
+take cuDNN with TF32 off and eager's ops. Measured on the H200: 2.03x over eager (0.303 -> 0.149 ms); 1.90x on the H100.
 """
 import torch
 import torch.nn as nn

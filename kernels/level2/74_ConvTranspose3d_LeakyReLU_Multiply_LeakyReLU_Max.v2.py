@@ -30,7 +30,8 @@ Numerics: plain fp32 FMAs, no TF32; only the order of the ~54-term sums differs 
 epilogue is eager's operations in eager's order (only the sign of a zero may differ when m = 0).
 Other settings (groups, dilation, non-cubic kernel/stride/padding, a pool that is not kernel = stride
 with no padding, a multiplier that is not per-channel, a negative slope, more taps than the shared
-buffer holds, a sample past 2^31 elements) take torch's ops with cuDNN's TF32 off. Measured on the H100: 2.95x over eager (1.63 -> 0.553 ms).
+buffer holds, a sample past 2^31 elements) take torch's ops with cuDNN's TF32 off.
+Measured on the H200: 2.54x over eager (1.47 -> 0.578 ms); 2.95x on the H100.
 """
 import torch
 import torch.nn as nn

@@ -22,7 +22,7 @@ of a warp's threads share their taps and a warp diverges only where it straddles
 but the (16, 1, 5, 10, 10) result is written: ~8 MB of input read, no temporary. All plain fp32 FMAs,
 no TF32: only the order of the 8 x 27 -term sums differs from cuDNN's. Other
 settings (groups, dilation, more than 16 output channels, non-default pools) take torch's ops with TF32
-off. Measured on the H100: 1.43x over eager (0.734 -> 0.512 ms).
+off. Measured on the H200: 1.46x over eager (0.821 -> 0.563 ms); 1.43x on the H100.
 """
 import torch
 import torch.nn as nn

@@ -20,7 +20,7 @@ traffic: the 25 MB input, 103 MB written, 103 MB read, 6.5 MB out, ~3.5x less th
 is plain fp32 FMAs (no TF32). Deterministic: no atomics, every sum in a fixed order. Other settings
 (more than 16 channels, stride, padding, dilation, groups, an affine or tracking InstanceNorm, a
 multiplier not of one value per channel) take cuDNN with TF32 off and eager's ops.
-Measured on the H100: 2.63x over eager (1.09 -> 0.415 ms).
+Measured on the H200: 2.43x over eager (1.08 -> 0.445 ms); 2.63x on the H100.
 """
 import torch
 import torch.nn as nn

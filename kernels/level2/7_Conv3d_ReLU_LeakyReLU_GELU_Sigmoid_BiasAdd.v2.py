@@ -13,7 +13,7 @@ the exact erf GELU, sigmoid 1 / (1 + exp(-v)) and + bias[c], in eager's order, a
 DRAM sees the 25 MB input and the 103 MB output, one launch instead of seven. Plain fp32 FMAs (no
 TF32), the 81 taps summed in (ci, kd, kh, kw) order. Other settings (stride, padding, more than 16
 channels, a non-cubic kernel) take cuDNN with TF32 off and eager's ops.
-Measured on the H100: 2.92x over eager (0.978 -> 0.335 ms).
+Measured on the H200: 2.66x over eager (0.898 -> 0.338 ms); 2.92x on the H100.
 """
 import torch
 import torch.nn as nn

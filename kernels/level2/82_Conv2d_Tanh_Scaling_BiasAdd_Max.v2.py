@@ -23,7 +23,7 @@ overlap. Numerics: plain fp32 fmaf over the taps in (ci, kh, kw) order, then + b
 the 27 terms differently: rounding-level differences), tanhf; no TF32. Other configs (more than 16
 channels, stride, padding, dilation, groups, non-square kernels, a bias not of shape (C, 1, 1), a
 pool with its own stride, padding, dilation or ceil mode) take cuDNN with TF32 off and eager's
-ops. Measured on the H100: 2.79x over eager (0.239 -> 0.0856 ms).
+ops. Measured on the H200: 3.30x over eager (0.425 -> 0.129 ms); 2.79x on the H100.
 """
 import torch
 import torch.nn as nn

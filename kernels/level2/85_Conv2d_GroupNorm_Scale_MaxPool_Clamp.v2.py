@@ -33,7 +33,8 @@ bitwise reproducible and var = E[v^2] - mean^2 (biased) loses nothing that matte
 = kernel, no padding, floor mode; the statistics cover every conv pixel, pooled or not. Other
 configs (more than 16 channels, stride, padding, dilation, groups, non-square kernels, a scale not
 of shape (C, 1, 1), GroupNorm without affine, a pool with its own stride, padding, dilation or ceil
-mode, unbatched input) take cuDNN with TF32 off and eager's ops. Measured on the H100: 2.76x over eager (0.336 -> 0.122 ms).
+mode, unbatched input) take cuDNN with TF32 off and eager's ops.
+Measured on the H200: 2.95x over eager (0.337 -> 0.114 ms); 2.76x on the H100.
 """
 import torch
 import torch.nn as nn

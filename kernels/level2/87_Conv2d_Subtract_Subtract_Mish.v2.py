@@ -19,7 +19,7 @@ being largely launch-bound. Numerics: plain fp32 fmaf over the taps in (ci, kh, 
 + bias (cuDNN orders the 27 terms differently: rounding-level differences), no TF32; Mish as
 torch's CUDA kernel writes it, v * tanh(log1p(exp(v))). Other configs (more than 16 channels,
 stride, padding, dilation, groups, non-square kernels, unbatched input) take cuDNN with TF32 off
-and eager's ops. Measured on the H100: 2.87x over eager (0.258 -> 0.0901 ms).
+and eager's ops. Measured on the H200: 2.68x over eager (0.225 -> 0.0842 ms); 2.87x on the H100.
 """
 import torch
 import torch.nn as nn

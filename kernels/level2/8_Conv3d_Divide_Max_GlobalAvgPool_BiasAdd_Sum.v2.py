@@ -18,7 +18,7 @@ Deterministic: no atomics, every sum in a fixed order; the average runs in anoth
 eager's, ~1e-7 relative. Other settings (more than 16 channels, conv stride, padding, dilation,
 groups, a pool whose stride is not its size or with padding, dilation or ceil_mode, a sum over
 another dim) take cuDNN with TF32 off and eager's ops.
-Measured on the H100: 1.96x over eager (0.815 -> 0.415 ms).
+Measured on the H200: 1.97x over eager (0.791 -> 0.402 ms); 1.96x on the H100.
 """
 import torch
 import torch.nn as nn

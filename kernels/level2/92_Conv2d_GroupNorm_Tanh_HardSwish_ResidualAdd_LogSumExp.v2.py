@@ -30,7 +30,7 @@ uses fp32 Welford); rstd = 1 / sqrt(var + eps) in double. tanhf, hardswish = h *
 6) / 6, logsumexp as torch computes it: the max (NaN wins, as amax), then max + log(sum(exp(r -
 max))), an infinite max returned as it is. Other configs (more than 16 channels, stride, padding,
 dilation, groups, non-square kernels, GroupNorm without affine, unbatched input) take cuDNN with
-TF32 off and eager's ops. Measured on the H100: 3.88x over eager (0.506 -> 0.13 ms).
+TF32 off and eager's ops. Measured on the H200: 3.78x over eager (0.39 -> 0.103 ms); 3.88x on the H100.
 """
 import torch
 import torch.nn as nn

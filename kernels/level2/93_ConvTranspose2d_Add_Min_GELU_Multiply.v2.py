@@ -21,7 +21,7 @@ traffic: the 16.8 MB input and the 35.7 MB output. More than 16 output channels 
 of 16-channel chunks. Numerics: plain fp32 fmaf over (tap, ci) then + bias, erff; no TF32 (cuDNN orders
 the 128 terms differently: rounding-level differences). Other settings (groups, dilation, non-square
 kernel/stride/padding, weights over the shared buffer) take cuDNN with TF32 off and eager's ops.
-Measured on the H100: 1.79x over eager (0.405 -> 0.227 ms).
+Measured on the H200: 1.73x over eager (0.431 -> 0.249 ms); 1.79x on the H100.
 """
 import torch
 import torch.nn as nn
