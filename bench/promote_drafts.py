@@ -43,7 +43,9 @@ def decide(records):
         lib = [r for r in recs if (r.get("solution") or "").startswith("kernels/") and r.get("correct")]
         if not drafts:
             continue
-        d, best = drafts[-1], max(lib, key=lambda r: r["speedup"], default=None)
+        # a task may have several drafts (N_Name.py, N_Name.v2.py, ...): the fastest correct one competes
+        d = max(drafts, key=lambda r: (bool(r.get("correct")), r.get("speedup") or 0))
+        best = max(lib, key=lambda r: r["speedup"], default=None)
         if not d.get("correct"):
             verdict = f"stays: {d.get('status')} {d.get('message', '')[:60]}".strip()
         elif best is not None and d["speedup"] < MARGIN * best["speedup"]:

@@ -173,5 +173,8 @@ def test_promote_moves_only_a_correct_draft_that_beat_the_library(tmp_path):
     (tmp_path / "1_A.v2.py").write_text("")
     assert promote_drafts.free_name(str(tmp_path), "1_A.py") == promote_drafts.free_name(str(tmp_path), "1_A.v3.py") \
         == "1_A.v3.py"
+    two = promote_drafts.decide([rec("6_F", "kernels/level2/6_F.py", 1.2), rec("6_F", "drafts/level2/6_F.py", 2.0),
+                                 rec("6_F", "drafts/level2/6_F.v2.py", 3.0), rec("6_F", "drafts/level2/6_F.v3.py", None, False)])
+    assert two[0][1]["solution"] == "drafts/level2/6_F.v2.py" and two[0][3] == "moves", "the fastest correct draft competes"
     near = promote_drafts.decide([rec("5_E", "kernels/level2/5_E.py", 1.00), rec("5_E", "drafts/level2/5_E.py", 1.03)])
     assert near[0][3].startswith("stays"), "a win inside a run's timing noise moves nothing"
