@@ -1,12 +1,12 @@
 """ConvTranspose3d as three TF32 products in one cuDNN call (3xTF32), then one warp-per-row kernel
 for the conv bias, + sum_weight, LayerNorm over the width, the 2x2x2 average pool and GELU.
 
-The head is the cost here. The conv's output is (128, 64, 32, 64, 64), 2.1 GB, ~232 GFLOP of
-multiply-adds counted as eager counts them. Eager runs it on TF32 tensor cores, 16x outside the strict
-tolerance, so a solution must match true fp32; cuDNN's true-fp32 transposed conv runs on the CUDA
+The head is the cost here. The conv's output is (128, 64, 32, 64, 64), 1.07 G floats (4.3 GB), and
+232 GFLOP. Eager runs it on TF32 tensor cores, 16x outside the strict tolerance, so a solution
+must match true fp32; cuDNN's true-fp32 transposed conv runs on the CUDA
 cores, ~8x slower at peak than TF32, and with it this same epilogue only tied eager (38.0 -> 37.6 ms
-on the H200): the traffic the fused epilogue saves (~13 GB of eager's passes down to one 2.1 GB read
-and a 0.27 GB write) was eaten by the slower head. 3xTF32 gets fp32 accuracy from the tensor cores:
+on the H200): the traffic the fused epilogue saves (~27 GB of eager's passes down to one 4.3 GB read
+and a 0.54 GB write) was eaten by the slower head. 3xTF32 gets fp32 accuracy from the tensor cores:
 split x = xh + xl and w = wh + wl, where xh and wh keep TF32's 10 mantissa bits exactly and the low
 parts are at most 2^-10 of them; then x*w = xh*wh + xh*wl + xl*wh + xl*wl, and only the last term
 (~2^-20 relative) is dropped. The three products run as one convolution over 96 input channels
