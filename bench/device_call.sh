@@ -6,6 +6,10 @@ set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
+# the card this call got (h100 or h200: a call may come on either): the library's judging steps name their
+# --gpu and results by it, so a comparison taken on an H100 never reads as the H200's
+CARD=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | grep -o 'H[12]00' | head -1 | tr H h)
+CARD=${CARD:-h200}
 # results/, logs and out/ (no weights; out/*/generated, 274 MB at --generated 20000, the same seeds write
 # again anywhere) packed into $OUT: at the end, and after each RL arm, so a call cut off by its time
 # limit (whose $OUT still comes back) keeps every arm it finished
@@ -18,13 +22,13 @@ for step in "$@"; do
     test-gpu) timeout "${TEST_BUDGET:-180}" python3 -m pytest -q -m gpu -s tests/test_judge.py tests/test_policy.py 2>&1 | tail -25 ;;
     drafts)  # drafts/LEVEL: solutions written without a GPU, judged here first (passing ones move to kernels/LEVEL)
           timeout "${BUDGET:-480}" python3 evaluate.py --tasks "kernelbench/${LEVEL:-level3}" --solutions "drafts/${LEVEL:-level3}" \
-            --gpu h200 --time-budget "${TIME_BUDGET:-0.5}" --out "results/h200-drafts-${LEVEL:-level3}-$(date +%m%d)" 2>&1 | tail -3 ;;
+            --gpu $CARD --time-budget "${TIME_BUDGET:-0.5}" --out "results/$CARD-drafts-${LEVEL:-level3}-$(date +%m%d)" 2>&1 | tail -3 ;;
     drafts-vs-library)  # each drafts/LEVEL file beside the library's file for its task, in one run: a comparison
-          # (then, here: python bench/promote_drafts.py results/h200-drafts-vs-library-LEVEL-MMDD.jsonl --apply)
+          # (then, here: python bench/promote_drafts.py results/CARD-drafts-vs-library-LEVEL-MMDD.jsonl --apply)
           ids=$(ls "drafts/${LEVEL:-level2}" | grep -o '^[0-9]\+_' | tr -d _ | sort -un | paste -sd,)
           timeout "${BUDGET:-300}" python3 evaluate.py --tasks "kernelbench/${LEVEL:-level2}" --ids "$ids" \
-            --solutions "kernels/${LEVEL:-level2},drafts/${LEVEL:-level2}" --gpu h200 --time-budget "${TIME_BUDGET:-0.5}" \
-            --out "results/h200-drafts-vs-library-${LEVEL:-level2}-$(date +%m%d)" 2>&1 | tail -3 ;;
+            --solutions "kernels/${LEVEL:-level2},drafts/${LEVEL:-level2}" --gpu $CARD --time-budget "${TIME_BUDGET:-0.5}" \
+            --out "results/$CARD-drafts-vs-library-${LEVEL:-level2}-$(date +%m%d)" 2>&1 | tail -3 ;;
     build-time) python3 bench/build_time.py 2>&1 | tail -3 ;;
     eval) make -s eval GPU=h200 TASKS=kernelbench SOLUTIONS=kernels 2>&1 | tail -3 ;;
     baseline)  # resumable: a cut-off run continues from results/h200-baseline.jsonl next call
@@ -33,8 +37,8 @@ for step in "$@"; do
     compile-overhead) python3 bench/compile_overhead.py kernelbench/level1/19_ReLU.py 2>&1 | tail -4
           python3 bench/compile_overhead.py kernelbench/level1/1_Square_matrix_multiplication_.py 2>&1 | tail -4 ;;
     eval-fast)  # the library with 1 s of timed rounds per pair (TASKS, IDS pick a slice; EVAL_OUT splits runs over GPUs)
-          timeout "${BUDGET:-420}" python3 evaluate.py --tasks "${TASKS:-kernelbench}" ${IDS:+--ids $IDS} --solutions kernels --gpu h200 \
-            ${EVAL_FLAGS---compile} --time-budget "${TIME_BUDGET:-1}" --out "${EVAL_OUT:-results/h200}" 2>&1 | tail -3 ;;
+          timeout "${BUDGET:-420}" python3 evaluate.py --tasks "${TASKS:-kernelbench}" ${IDS:+--ids $IDS} --solutions kernels --gpu $CARD \
+            ${EVAL_FLAGS---compile} --time-budget "${TIME_BUDGET:-1}" --out "${EVAL_OUT:-results/$CARD}" 2>&1 | tail -3 ;;
     eval-best)  # each level-1 task's best file in results/h200.jsonl, judged afresh -> results/h200-level1-best
           best=$(python3 -c "
 import json, os
