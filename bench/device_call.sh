@@ -37,6 +37,8 @@ for step in "$@"; do
     compile-overhead) python3 bench/compile_overhead.py kernelbench/level1/19_ReLU.py 2>&1 | tail -4
           python3 bench/compile_overhead.py kernelbench/level1/1_Square_matrix_multiplication_.py 2>&1 | tail -4 ;;
     eval-fast)  # the library with 1 s of timed rounds per pair (TASKS, IDS pick a slice; EVAL_OUT splits runs over GPUs)
+          case "${EVAL_OUT:-}" in *h100*|*h200*) [[ "$EVAL_OUT" == *"$CARD"* ]] || {
+            echo "eval-fast: EVAL_OUT=$EVAL_OUT names another card than this call's $CARD; not run"; continue; } ;; esac
           timeout "${BUDGET:-420}" python3 evaluate.py --tasks "${TASKS:-kernelbench}" ${IDS:+--ids $IDS} --solutions kernels --gpu $CARD \
             ${EVAL_FLAGS---compile} --time-budget "${TIME_BUDGET:-1}" --out "${EVAL_OUT:-results/$CARD}" 2>&1 | tail -3 ;;
     eval-best)  # each level-1 task's best file in results/h200.jsonl, judged afresh -> results/h200-level1-best

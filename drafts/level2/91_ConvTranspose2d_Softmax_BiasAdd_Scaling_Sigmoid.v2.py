@@ -36,7 +36,7 @@ same inputs) and 32 shared loads feed 384 FMAs, 9.6 FMAs a load (the first draft
 accumulators (__launch_bounds__(128, 3); ptxas: 164 registers, no spills; 12 warps an SM). Each block
 stages 128 KB of weights in its life, 101 MB from L2 in all. Per thread: 12.3 K FMAs, 1.3 K loads, ~3.5 K
 epilogue instructions, so ~53 M warp instructions over 528 schedulers: ~55 us at 1.9 GHz if the issue
-rate holds, ~60-80 us with the barriers and tails: an estimated 4-5x the library's 0.32 ms.
+rate holds, ~60-80 us with the barriers and tails: an estimate, 4-5x faster than the library's 0.32 ms.
 
 Softmax: each thread adds the conv bias and writes its group's max of each of its 12 positions to shared
 memory ([position][group][slot]: conflict-free); after a barrier it takes the max over the 8 groups in
