@@ -316,8 +316,8 @@ def check(path, sizes=None):
     import torch
     import evaluate
     from test_tasks import small_task
-    level, name = os.path.basename(os.path.dirname(path)), os.path.basename(path)
-    task = small_task(os.path.join(ROOT, "kernelbench", level, name.split(".")[0] + ".py"))
+    name = os.path.basename(path)
+    task = small_task(cudal1.task_of(path, os.path.join(ROOT, "kernelbench")))
     for const, value in (sizes or {}).items():
         assert hasattr(task, const), f"{name} has no constant {const}"
         setattr(task, const, value)

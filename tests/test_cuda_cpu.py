@@ -25,19 +25,17 @@ promote_drafts = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(promote_drafts)
 DRAFTS = sorted(glob.glob(os.path.join(ROOT, "drafts", "level*", "*.py")))
 # library files judged correct on the H200 that use barriers, shuffles and shared memory: the emulator must pass them
-KNOWN_GOOD = ["level2/90_Conv3d_LeakyReLU_Sum_Clamp_GELU.py", "level2/61_ConvTranspose3d_ReLU_GroupNorm.py",
-              "level2/78_ConvTranspose3d_Max_Max_Sum.py"]
-# library files (drafts judged on the GPU and promoted) that sum across blocks (norm statistics, means): kept
-# under the CPU check, also at sizes where a sample spans several blocks, which tests/task_sizes' one-block
-# sizes leave untried; a draft of that kind goes here when it is promoted
-SPAN = {name: {"depth": 8, "height": 16, "width": 16} for name in (
-    "level2/27_Conv3d_HardSwish_ReLU_Softmax_Mean.v2.py", "level2/79_Conv3d_Multiply_InstanceNorm_Clamp_Multiply_Max.v2.py",
-    "level2/8_Conv3d_Divide_Max_GlobalAvgPool_BiasAdd_Sum.v2.py")}
-SPAN.update({name: {"depth": 4, "height": 16, "width": 16} for name in (
-    "level2/72_ConvTranspose3d_BatchNorm_AvgPool_AvgPool.v2.py", "level2/60_ConvTranspose3d_Swish_GroupNorm_HardSwish.v2.py",
-    "level2/15_ConvTranspose3d_BatchNorm_Subtract.v2.py")})
-# drafts that sum across blocks, checked the same way (they move to SPAN when promoted)
-DRAFT_SPAN = {"19_ConvTranspose2d_GELU_GroupNorm.py": {"height": 16, "width": 16}}
+KNOWN_GOOD = ["kernels/level2/90_Conv3d_LeakyReLU_Sum_Clamp_GELU.py", "kernels/level2/61_ConvTranspose3d_ReLU_GroupNorm.py",
+              "kernels/level2/78_ConvTranspose3d_Max_Max_Sum.py"]
+# files that sum across blocks (norm statistics, means): also checked at sizes where a sample spans several
+# blocks, which tests/task_sizes' one-block sizes leave untried; a draft's entry follows it into kernels/
+SPAN = {f"kernels/level2/{name}": {"depth": 8, "height": 16, "width": 16} for name in (
+    "27_Conv3d_HardSwish_ReLU_Softmax_Mean.v2.py", "79_Conv3d_Multiply_InstanceNorm_Clamp_Multiply_Max.v2.py",
+    "8_Conv3d_Divide_Max_GlobalAvgPool_BiasAdd_Sum.v2.py")}
+SPAN.update({f"kernels/level2/{name}": {"depth": 4, "height": 16, "width": 16} for name in (
+    "72_ConvTranspose3d_BatchNorm_AvgPool_AvgPool.v2.py", "60_ConvTranspose3d_Swish_GroupNorm_HardSwish.v2.py",
+    "15_ConvTranspose3d_BatchNorm_Subtract.v2.py")})
+SPAN["drafts/level2/19_ConvTranspose2d_GELU_GroupNorm.py"] = {"height": 16, "width": 16}
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 
@@ -130,32 +128,34 @@ def test_a_bad_kernel_is_a_build_error():
         cuda_cpu.load_cuda('extern "C" __global__ void f(float* y) { y[0] = undeclared; }')
 
 
-@pytest.mark.parametrize("key", KNOWN_GOOD + sorted(SPAN))
-def test_emulator_passes_kernels_the_h200_passed(key):
-    cuda_cpu.check(os.path.join(ROOT, "kernels", key))
+def check(path):
+    """cuda_cpu.check at the test sizes, and at SPAN's larger ones where the file has an entry."""
+    cuda_cpu.check(path)
+    key = os.path.relpath(path, ROOT)
     if key in SPAN:
-        cuda_cpu.check(os.path.join(ROOT, "kernels", key), SPAN[key])
+        cuda_cpu.check(path, SPAN[key])
+
+
+@pytest.mark.parametrize("key", KNOWN_GOOD + sorted(k for k in SPAN if k.startswith("kernels/")))
+def test_emulator_passes_kernels_the_h200_passed(key):
+    check(os.path.join(ROOT, key))
 
 
 @pytest.mark.parametrize("path", DRAFTS, ids=[os.path.relpath(p, ROOT) for p in DRAFTS])
 def test_draft_matches_its_task_on_the_cpu(path):
-    cuda_cpu.check(path)
-    if os.path.basename(path) in DRAFT_SPAN:
-        cuda_cpu.check(path, DRAFT_SPAN[os.path.basename(path)])
+    check(path)
 
 
 def test_span_names_real_files():
-    assert all(os.path.exists(os.path.join(ROOT, "kernels", key)) for key in SPAN)
-    assert set(DRAFT_SPAN) <= {os.path.basename(p) for p in DRAFTS}
+    assert all(os.path.exists(os.path.join(ROOT, key)) for key in SPAN)
 
 
 @pytest.mark.skipif(shutil.which(os.environ.get("NVCC", "nvcc")) is None, reason="no nvcc")
 @pytest.mark.parametrize("path", DRAFTS, ids=[os.path.relpath(p, ROOT) for p in DRAFTS])
 def test_draft_builds_with_nvcc(path):
     """g++ accepts what nvcc may not (and the other way round): each draft's cubin builds for sm_90."""
-    level, name = os.path.basename(os.path.dirname(path)), os.path.basename(path)
-    task = small_task(os.path.join(ROOT, "kernelbench", level, name.split(".")[0] + ".py"))
-    evaluate.load_module(path, "nvcc_" + name.replace(".", "_"), scope=task)
+    task = small_task(cudal1.task_of(path, os.path.join(ROOT, "kernelbench")))
+    evaluate.load_module(path, "nvcc_" + os.path.basename(path).replace(".", "_"), scope=task)
 
 
 @pytest.mark.parametrize("path", DRAFTS, ids=[os.path.relpath(p, ROOT) for p in DRAFTS])
