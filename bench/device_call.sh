@@ -14,6 +14,15 @@ CARD=${CARD:-h200}
 # again anywhere) packed into $OUT: at the end, and after each RL arm, so a call cut off by its time
 # limit (whose $OUT still comes back) keeps every arm it finished
 pack() { tar czf "$OUT/results${TAG:-}.tgz" --exclude='*.safetensors' --exclude='out/*/generated' results build/logs build/sft.log out 2>/dev/null; }
+# out/sft from carried/sft (a run with carry=["carried/sft","carried/rl-start"]) unless out/sft/.complete: a
+# checkpoint unpacked whole, or a stage 1 that wrote its report (its last act), so one cut off by a call's
+# end is not taken for a finished one
+uncarry() {
+  if ! test -f out/sft/.complete && test -d carried/sft; then
+    rm -rf out/sft out/rl-start; python3 bench/carry_checkpoint.py unpack carried/sft out/sft && touch out/sft/.complete
+    if test -f carried/rl-start/held_out.jsonl; then mkdir -p out/rl-start; cp carried/rl-start/held_out*.jsonl out/rl-start/; fi
+  fi
+}
 for step in "$@"; do
   echo "=== $step $(date +%T)"
   case $step in
@@ -87,16 +96,11 @@ print(','.join(s for _, s in best.values()))")
     ablation)  # issue 15's experiment from out/sft, both arms for each of SEEDS; a seed's two runs are ~2 x
                # (ABLATION_MINUTES + two held-out evaluations, not yet timed): one seed per call, then ablation-report
           timeout "${BUDGET:-540}" make -s rl-ablation GPU=h200 SEEDS="${SEEDS:-1}" ABLATION_MINUTES="${ABLATION_MINUTES:-1.5}" 2>&1 | tail -30 ;;
-    ablation-arms)  # issue 15 over calls: out/sft from carried/sft (a run with carry=["carried"]) or else stage 1,
+    ablation-arms)  # issue 15 over calls: out/sft from carried/sft (uncarry) or else stage 1,
                     # packed into $OUT/sft to come back (copy it to carried/sft here); the starting policy's
                     # held-out line once (carried/rl-start too); then each ARMS entry (arm-seed, e.g.
                     # "contrastive-1 plain-1") not yet run, while ARM_SECONDS of the call's CALL_SECONDS are left
-          # out/sft/.complete: a checkpoint unpacked whole, or a stage 1 that wrote its report (its last act),
-          # so one cut off by a call's end is not taken for a finished one
-          if ! test -f out/sft/.complete && test -d carried/sft; then
-            rm -rf out/sft out/rl-start; python3 bench/carry_checkpoint.py unpack carried/sft out/sft && touch out/sft/.complete
-            if test -f carried/rl-start/held_out.jsonl; then mkdir -p out/rl-start; cp carried/rl-start/held_out*.jsonl out/rl-start/; fi
-          fi
+          uncarry
           if ! test -f out/sft/.complete; then
             rm -rf out/rl-start; mkdir -p build
             python3 train_sft.py --out out/sft --rounds 0 --held-out-tasks 0 --log-every 500 ${SFT_FLAGS:-} \
@@ -113,6 +117,13 @@ print(','.join(s for _, s in best.values()))")
               --time-limit "${ABLATION_MINUTES:-1}" --held-out-every 1000 --resample 1 ${RL_FLAGS:-} 2>&1 | tail -5
             pack
           done ;;
+    rl-speed)  # issue 13: stage-3 steps per minute with the judge's screen and with the full judge, from out/sft,
+               # the same seed and settings, RL_SPEED_MINUTES each -> results/CARD-rl-speed.md
+          uncarry
+          for j in screen full; do rm -rf out/rl-speed-$j
+            timeout 300 python3 train_rl.py --init out/sft --out out/rl-speed-$j --judge $j --held-out-tasks 0 \
+              --time-limit "${RL_SPEED_MINUTES:-1.5}" 2>&1 | tail -3; done
+          python3 bench/rl_speed.py out/rl-speed-screen out/rl-speed-full --out "results/$CARD-rl-speed.md" 2>&1 | tail -6 ;;
     probe)  # does the policy read a prompt that shows a solution? bench/exemplar_probe.py on out/sft, with the first
             # contrastive arm's tasks and bank, all prompts in one batch on the GPU -> results/PROBE_NAME.md (exemplar-probe-h200)
           timeout "${BUDGET:-200}" python3 bench/exemplar_probe.py --init out/sft --run out/rl-contrastive-s1 --tasks 8 \
@@ -121,7 +132,7 @@ print(','.join(s for _, s in best.values()))")
           python3 bench/rl_report.py ${REPORT_RUNS:-$(ls -d out/rl-contrastive-s? out/rl-plain-s?)} --out "results/${REPORT_NAME:-learning-h200}.md" 2>&1 | tail -30 ;;
     carry-sft)  # out/sft's weights in bf16 parts under $OUT/sft, to bring back here (the tool returns <= 16 MiB a file)
           python3 bench/carry_checkpoint.py pack out/sft "$OUT/sft" ;;
-    uncarry-sft)  # a carried checkpoint (copied into carried/sft here, passed with carry=["carried"]) back to out/sft
+    uncarry-sft)  # a carried checkpoint (copied into carried/sft here, passed with carry=["carried/sft"]) back to out/sft
           python3 bench/carry_checkpoint.py unpack carried/sft out/sft ;;
     held-out-sft)  # out/sft (from ablation-arms, or uncarry-sft) resumed past its last step: train_sft's own held-out
                    # line, greedy and 4 sampled answers per held-out task -> results/curriculum-h200-SFT_TAG-held-out.md

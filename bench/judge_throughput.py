@@ -87,6 +87,8 @@ ARMS = {  # arm -> (route, judge settings on top of evaluate.DEFAULTS)
     "j": ("load_cuda, builds beside measuring, each finished worker joined first", {**WAVES, "overlap": True}),
     "w": ("load_cuda, builds beside measuring, the reference called once before 'ready'",
           {**WAVES, "overlap": True, "prewarm": True}),
+    "v": ("load_cuda, builds beside measuring, the reference called once before 'ready'",
+          {**WAVES, "overlap": True, "prewarm": True, "time_budget": 0.1}),
 }
 OPEN = 'CUDA_SRC = r"""'  # every library file holds its CUDA source in this one string
 
@@ -305,7 +307,7 @@ def report(data):
                   f"{f'{min(aa):.2f}-{max(aa):.2f}x' if aa else 'n/a'} | "
                   f"{gap}{f' ({statistics.median(runs):.2f})' if runs else ''} |")
     md.append("")
-    for num, den, goal in [(n, d, g) for n in "bdejw" for d, g in (("c", 10), ("a", 3))]:
+    for num, den, goal in [(n, d, g) for n in "bdejwv" for d, g in (("c", 10), ("a", 3))]:
         if num in arms and den in arms:
             x = arms[num]["per_gpu_min"] / arms[den]["per_gpu_min"]
             md.append(f"- ({num})/({den}) = {x:.1f}x candidates per GPU-minute; the issue's goal is at least {goal}x: "
@@ -327,7 +329,7 @@ def report(data):
            "differ from b in route; a also in judge settings (today's defaults against RL's screening mode), c not; "
            "d is b with builds overlapped, e is d with 0.1 s of timing per pair instead of 0.3 s, j is d with each "
            "finished worker's process joined before the GPU goes to the next (as d was before the judge stopped waiting), "
-           "w is d with each worker's reference called once, untimed, before it says 'ready' (evaluate's prewarm)."]
+           "w is d with each worker's reference called once, untimed, before it says 'ready' (evaluate's prewarm), v is w with e's 0.1 s of timing."]
     failed = [(arm, s) for arm, r in sorted(arms.items()) for s in r["records"] if s["status"] != "ok"]
     if failed:
         md += ["", "Records that were not ok (the first 10):", ""]
@@ -340,7 +342,7 @@ def main(argv=None):
     # ---- what
     p.add_argument("--arms", default="a,b,c", help="arms to run now, in this order (a: pybind11 + default judge, "
                    "b: load_cuda + SCREEN, c: load_inline + SCREEN, d: b + builds beside measuring, e: d + 0.1 s "
-                   "timing, j: d joining each finished worker first, w: d + the judge's prewarm); others already in the report are kept")
+                   "timing, j: d joining each finished worker first, w: d + the judge's prewarm, v: w + 0.1 s timing); others already in the report are kept")
     p.add_argument("--quick", action="store_true", help="1 CUDA candidate per task (11 candidates): ~2.5 min on the H200")
     p.add_argument("--per-task", type=int, default=0, help="CUDA candidates per task (0: 8, or 1 with --quick)")
     p.add_argument("--torch-share", type=float, default=0.25, help="PyTorch candidates as a share of all, 0 to <1")

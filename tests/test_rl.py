@@ -215,6 +215,8 @@ cudal1.generate = fake_generate
 if {fake_judge!r}:  # a stand-in judge: 1.5x for anything that parsed, a second's wait per call
     import time, evaluate
     def fake_judge_many(pairs, **kw):
+        with open({prompts!r} + ".judge", "a") as f:  # the settings of each call
+            f.write(repr({{k: kw.get(k) for k in ("screen", "overlap", "trials", "iters")}}) + "\\n")
         time.sleep(1)
         return [dict(task=t, status="ok", message="", correct=True, speedup=1.5) for t, _ in pairs]
     evaluate.judge_many = fake_judge_many
@@ -274,6 +276,25 @@ def test_rl_steps_on_cpu_with_the_real_judge(tmp_path):
     assert "Earlier solutions" in seen[0] and "speedup 1.00x" in seen[0] and "Earlier solutions" in seen[1]
     # two steps with advantages (+1, -1) lowered the loss on exactly those answers
     assert objective(str(out), prompts) < objective(str(out.parent / "sft"), prompts)
+
+
+def test_full_judge_mode_and_its_speed_report(tmp_path):
+    # --judge full: every answer through the full judge in one call, nothing judged again (the 1.5x new best
+    # would be, in the screen); bench/rl_speed.py puts both runs side by side
+    runs = {}
+    for mode in ("screen", "full"):
+        run, out, prompts = rl_runner(tmp_path / mode, fake_judge=True)
+        run(1, "--judge", mode)
+        runs[mode] = (out, [eval(line) for line in open(prompts + ".judge")])
+    screen, full = runs["screen"][1], runs["full"][1]
+    assert screen[0] == {"screen": True, "overlap": True, "trials": 2, "iters": 5} and len(screen) == 2
+    assert full == [{"screen": None, "overlap": None, "trials": 2, "iters": 5}]
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import rl_speed
+    report = tmp_path / "speed.md"
+    assert rl_speed.main([str(runs["screen"][0]), str(runs["full"][0]), "--out", str(report)]) == 0
+    rows = [line for line in report.read_text().splitlines() if line.startswith("| `")]
+    assert [r.split(" | ")[1] for r in rows] == ["screen", "full"] and all(" | 1 | " in r for r in rows)
 
 
 def test_rl_resumes_after_a_kill(tmp_path):

@@ -133,4 +133,5 @@ def test_arms_differ_by_one_lever():
     b = jt.ARMS["b"][1]
     assert b["screen"] and b["overlap"] is False and jt.ARMS["c"][1] == b
     assert jt.ARMS["d"][1] == {**b, "overlap": True} and jt.ARMS["e"][1] == {**b, "overlap": True, "time_budget": 0.1}
+    assert jt.ARMS["v"][1] == {**jt.ARMS["w"][1], "time_budget": 0.1}
     assert evaluate.SCREEN == {**b, "overlap": True}  # RL's screen kept the lever that paid

@@ -1,0 +1,55 @@
+"""Stage-3 steps per minute, one row per train_rl.py run: what the judge's screen saves a training step
+(issue 13). Runs made from the same checkpoint with the same settings but --judge screen / --judge full.
+
+    python bench/rl_speed.py out/rl-speed-screen out/rl-speed-full --out results/h200-rl-speed.md
+
+Reads each run's settings.json and log.jsonl; a step's time is what train_rl.py logs (sample, judge,
+train: held-out evaluations are not counted, as --time-limit does not count them).
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import evaluate  # noqa: E402
+
+
+def row(path):
+    settings = json.load(open(os.path.join(path, "settings.json")))
+    log = [json.loads(line) for line in open(os.path.join(path, "log.jsonl")) if line.endswith("\n")]
+    if not log:
+        raise SystemExit(f"{path}: no steps in log.jsonl")
+    mean = lambda k: statistics.mean(s[k] for s in log)
+    step_s = mean("sample_s") + mean("judge_s") + mean("train_s")
+    answers = settings["tasks_per_step"] * settings["num_samples"]
+    return (f"| `{path}` | {settings.get('judge', 'screen')} | {len(log)} | {60 / step_s:.1f} | {mean('sample_s'):.1f} | "
+            f"{mean('judge_s'):.1f} | {mean('judge_gpu_s'):.1f} | {mean('judge_build_s'):.1f} | {mean('train_s'):.1f} | "
+            f"{answers * 60 / step_s:.0f} | {statistics.mean(s['correct'] for s in log):.0%} |")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("runs", nargs="+", help="train_rl.py --out folders")
+    p.add_argument("--out", default="", help="Markdown file to write; empty: print it")
+    a = p.parse_args(argv)
+    env = evaluate.environment("cuda" if evaluate.gpu_info()[0] else "cpu")
+    md = ["# Stage-3 steps per minute: the judge's screen against the full judge", "",
+          f"- command: `python bench/rl_speed.py {' '.join(a.runs)}`, commit {env['commit']}, {env['gpu']}, "
+          f"driver {env['driver']}, torch {env['torch']} (CUDA {env['cuda']})",
+          "- each run from the same checkpoint, same seed and settings, only `--judge` differs; seconds are means "
+          "per step as train_rl.py logs them (held-out evaluations not counted)", "",
+          "| run | judge | steps | steps per minute | sample s | judge s | of it GPU held s | slowest build s | "
+          "train s | answers judged per minute | correct |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    md += [row(r) for r in a.runs]
+    text = "\n".join(md) + "\n"
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
