@@ -471,18 +471,18 @@ def judge(groups):
             distinct.setdefault((a["task"], cudal1.same_code(a["source"])), (a["task"], a["source"]))
     pairs = list(distinct.values())
     opts = dict(device=str(device) if ddp else device.type, jobs=args.judge_jobs or None, timeout=args.timeout)
-    full = args.judge == "full"  # every record already a full one: only implausible speedups are judged again
-    mode = {**({} if full else evaluate.SCREEN), "trials": args.trials, "iters": args.iters}
+    screen = args.judge == "screen"  # --judge full: every record a full one, only implausible speedups judged again
+    mode = {**(evaluate.SCREEN if screen else {}), "trials": args.trials, "iters": args.iters}
     records = evaluate.judge_many(pairs, **opts, **mode) if pairs else []
     best = {t: (bank.best(key[t]) or {}).get("record", {}).get("speedup") or 0.0 for t, _ in pairs}
     again = [i for i, r in enumerate(records) if cudal1.implausible(r, args.max_speedup)
-             or (not full and r["correct"] and r["speedup"] and r["speedup"] > best[pairs[i][0]])]
+             or (screen and r["correct"] and r["speedup"] and r["speedup"] > best[pairs[i][0]])]
     rejudged = []
     if again:
         full = evaluate.judge_many([pairs[i] for i in again], **opts, trials=2 * args.trials, iters=5 * args.iters)
         for i, r in zip(again, full):
             rejudged.append(dict(step=step, task=key[pairs[i][0]], first=records[i]["speedup"],
-                                 second=r["speedup"], status=r["status"], source=pairs[i][1]))
+                                 second=r["speedup"], status=r["status"], gpu_s=r.get("gpu_s"), source=pairs[i][1]))
             records[i] = r
     by_key = {k: r for k, r in zip(distinct, records)}
     for a in answers:
@@ -623,6 +623,7 @@ def log_step(step, answers, rejudged, n_shown, loss, times):
                 # of judge_s: the GPU held by workers (their turns, summed) and the slowest build (evaluate's Slot)
                 judge_gpu_s=round(sum(r.get("gpu_s") or 0 for r in recs), 1),
                 judge_build_s=round(max((r.get("build_s") or 0 for r in recs), default=0), 1),
+                rejudge_gpu_s=round(sum(s["gpu_s"] or 0 for s in rejudged), 1),  # of judge_gpu_s: the full re-judgements
                 elapsed_s=round(time.time() - t_start, 1))
     in_step = sorted({key[t] for t in step_tasks(step)})
     bests = " ".join(f"{k.split('/')[1][:-3][:12]} {'-' if best[k] is None else f'{best[k]:.2f}x'}" for k in in_step)

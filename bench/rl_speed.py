@@ -25,7 +25,8 @@ def row(path):
     step_s = mean("sample_s") + mean("judge_s") + mean("train_s")
     answers = settings["tasks_per_step"] * settings["num_samples"]
     return (f"| `{path}` | {settings.get('judge', 'screen')} | {len(log)} | {60 / step_s:.1f} | {mean('sample_s'):.1f} | "
-            f"{mean('judge_s'):.1f} | {mean('judge_gpu_s'):.1f} | {mean('judge_build_s'):.1f} | {mean('train_s'):.1f} | "
+            f"{mean('judge_s'):.1f} | {mean('judge_gpu_s'):.1f} | {statistics.mean(s.get('rejudge_gpu_s', 0) for s in log):.1f} | "
+            f"{mean('judge_build_s'):.1f} | {mean('train_s'):.1f} | "
             f"{answers * 60 / step_s:.0f} | {statistics.mean(s['correct'] for s in log):.0%} |")
 
 
@@ -40,8 +41,9 @@ def main(argv=None):
           f"driver {env['driver']}, torch {env['torch']} (CUDA {env['cuda']})",
           "- each run from the same checkpoint, same seed and settings, only `--judge` differs; seconds are means "
           "per step as train_rl.py logs them (held-out evaluations not counted)", "",
-          "| run | judge | steps | steps per minute | sample s | judge s | of it GPU held s | slowest build s | "
-          "train s | answers judged per minute | correct |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+          "| run | judge | steps | steps per minute | sample s | judge s | GPU held s (summed over workers) | of it re-judging new "
+          "bests in full | slowest build s | train s | answers judged per minute | correct |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     md += [row(r) for r in a.runs]
     text = "\n".join(md) + "\n"
     if a.out:
