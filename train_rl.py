@@ -620,8 +620,9 @@ def log_step(step, answers, rejudged, n_shown, loss, times):
                 statuses=dict(Counter(r["status"] for r in recs)),
                 rejects=dict(Counter(r["message"] for r in recs if r["status"] == "parse_error").most_common(3)),
                 sample_s=round(t1 - t0, 1), judge_s=round(t2 - t1, 1), train_s=round(t3 - t2, 1),
-                # of judge_s: the GPU held by workers (their turns, summed) and the slowest build (evaluate's Slot)
-                judge_gpu_s=round(sum(r.get("gpu_s") or 0 for r in recs), 1),
+                # of judge_s: the GPU held by workers (their turns, summed; answers with the same code share one
+                # record, counted once) and the slowest build (evaluate's Slot)
+                judge_gpu_s=round(sum(r.get("gpu_s") or 0 for r in {id(r): r for r in recs}.values()), 1),
                 judge_build_s=round(max((r.get("build_s") or 0 for r in recs), default=0), 1),
                 rejudge_gpu_s=round(sum(s["gpu_s"] or 0 for s in rejudged), 1),  # of judge_gpu_s: the full re-judgements
                 elapsed_s=round(time.time() - t_start, 1))
