@@ -451,9 +451,10 @@ def make_prompt(task, rng):
 
 def judge(groups):
     """Parse every answer and judge each distinct (task, code) once, in one call, in the judge's
-    screening mode (evaluate.SCREEN: every rule, fewer trials, a short timing). An answer that would
-    beat the bank's best for its task, or reads above --max-speedup, is judged again in full (the
-    study of the reference, 2x trials, 5x iters): that record is the one that counts.
+    screening mode (evaluate.SCREEN: every rule, fewer trials, a short timing); code the bank has
+    measured keeps that verdict. An answer that would beat the bank's best for its task, or reads
+    above --max-speedup, is judged again in full (the study of the reference, 2x trials, 5x iters):
+    that record is the one that counts.
     Returns the answers (dicts with task, text, source, record) and the re-judgements."""
     answers = []
     for g in groups:
@@ -465,10 +466,20 @@ def judge(groups):
                 source = cudal1.inherit_constructor(source, task_source)
             answers.append(dict(task=g["task"], text=text, source=source, stopped=row[-1:] == [tok.end_id],
                                 record=evaluate.record("parse_error", reason)))
+    # Code the bank has measured keeps that record: judged once in a run, not once a step. It earns no
+    # advantage (known code), and a second noisy reading could only flatter its task's best.
+    measured = {}  # (task, same code) -> its first judgement's verdict (references excepted), no timings:
+    for t in {a["task"] for a in answers}:  # this step's judging did not spend them
+        for e in bank.entries.get(key[t], []):
+            r = e["record"]
+            if r.get("status") != "reference":
+                measured.setdefault((t, cudal1.same_code(e["source"])),
+                                    evaluate.record(r["status"], r.get("message", ""), r.get("speedup")))
     distinct = {}  # (task, same code) -> the first such (task, source): the same code is judged once
     for a in answers:
-        if a["source"] is not None:
-            distinct.setdefault((a["task"], cudal1.same_code(a["source"])), (a["task"], a["source"]))
+        k = a["source"] is not None and (a["task"], cudal1.same_code(a["source"]))
+        if k and k not in measured:
+            distinct.setdefault(k, (a["task"], a["source"]))
     pairs = list(distinct.values())
     opts = dict(device=str(device) if ddp else device.type, jobs=args.judge_jobs or None, timeout=args.timeout)
     screen = args.judge == "screen"  # --judge full: every record a full one, only implausible speedups judged again
@@ -484,7 +495,7 @@ def judge(groups):
             rejudged.append(dict(step=step, task=key[pairs[i][0]], first=records[i]["speedup"],
                                  second=r["speedup"], status=r["status"], gpu_s=r.get("gpu_s"), source=pairs[i][1]))
             records[i] = r
-    by_key = {k: r for k, r in zip(distinct, records)}
+    by_key = {**measured, **dict(zip(distinct, records))}
     for a in answers:
         if a["source"] is not None:
             a["record"] = by_key[(a["task"], cudal1.same_code(a["source"]))]

@@ -297,6 +297,18 @@ def test_full_judge_mode_and_its_speed_report(tmp_path):
     assert [r.split(" | ")[1] for r in rows] == ["screen", "full"] and all(" | 1 | " in r for r in rows)
 
 
+def test_code_the_bank_measured_is_not_judged_again(tmp_path):
+    # every step answers the same good code: judged at step 0 (the screen, then in full as a new best),
+    # never after; later steps keep its verdict, and the bank's best is that one reading
+    run, out, prompts = rl_runner(tmp_path, fake_judge=True)
+    run(3)
+    assert len(open(prompts + ".judge").readlines()) == 2
+    log = [json.loads(line) for line in open(out / "log.jsonl")]
+    assert [(l["known"], l["correct"]) for l in log] == [(0, 0.5), (0.5, 0.5), (0.5, 0.5)]
+    bank = cudal1.Bank(str(out / "bank.jsonl"))
+    assert bank.best(TASK)["record"]["speedup"] == 1.5 and len(bank.correct(TASK)) == 2  # the reference and the answer
+
+
 def test_rl_resumes_after_a_kill(tmp_path):
     run, out, prompts = rl_runner(tmp_path, fake_judge=True)  # the real one is tested above; this is about state
     proc = run(2, "--max-speedup", "1.2", wait=False)  # the stand-in's 1.5x is "implausible" (and a new best): judged twice
@@ -309,13 +321,14 @@ def test_rl_resumes_after_a_kill(tmp_path):
     proc.wait()
     assert json.load(open(out / "config.json"))["step"] == 1, "killed too late: the run had finished"
     p = run(2, "--max-speedup", "1.2")
-    assert f"resumed {out} at step 1" in p.stdout and "1 judged twice" in p.stdout and "step    2/2" in p.stdout and "step    1/2" not in p.stdout
+    # the redone step's answer is step 0's code: it keeps that verdict, judged neither once more nor twice
+    assert f"resumed {out} at step 1" in p.stdout and "judged twice" not in p.stdout and "step    2/2" in p.stdout and "step    1/2" not in p.stdout
     log = [json.loads(line) for line in open(out / "log.jsonl")]
     assert [l["step"] for l in log] == [0, 1]  # each step logged once, the killed one redone
     assert json.load(open(out / "config.json"))["step"] == 2
     assert len(cudal1.Bank(str(out / "bank.jsonl")).entries["level1/19_ReLU.py"]) >= 2
     again = [json.loads(line) for line in open(out / "rejudged.jsonl")]
-    assert len(again) >= 2 and all(s["first"] == s["second"] == 1.5 and s["status"] == "ok" for s in again)
+    assert [s["step"] for s in again] == [0] and again[0]["first"] == again[0]["second"] == 1.5 and again[0]["status"] == "ok"
     # 1.5x beats the reference's 1.00x: the task's best answer is a candidate, with its record
     cand = json.load(open(out / "candidates" / "level1" / "19_ReLU.json"))
     assert cand["record"]["correct"] and cand["record"]["speedup"] == 1.5
