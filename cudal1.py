@@ -1271,6 +1271,7 @@ def format_answer(solution_source):
 
 
 @functools.lru_cache(maxsize=1 << 14)  # the bank asks for the same sources every step
+@functools.lru_cache(maxsize=8192)  # a step asks again about the bank's every entry: parse each once
 def same_code(source):
     """What two programs have in common when they are the same code: the source with comments,
     docstrings and layout gone (an ast round trip), so an answer that differs from a known one only
@@ -1434,6 +1435,15 @@ class Bank:
         """The code the bank holds for `task`, as same_code() keys; given=True: only what it started
         with, the reference and the seeds (step < 0)."""
         return {same_code(e["source"]) for e in self.entries.get(task, []) if not given or e["step"] < 0}
+
+    def verdicts(self, task):
+        """{same_code key: the record of its first judgement} for the code the bank holds for `task`,
+        references excepted (they were timed, not judged as answers)."""
+        out = {}
+        for e in self.entries.get(task, []):
+            if e["record"].get("status") != "reference":
+                out.setdefault(same_code(e["source"]), e["record"])
+        return out
 
     def found(self, task):
         """The distinct correct solutions RL itself wrote: code unlike the reference's and every

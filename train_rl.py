@@ -468,13 +468,9 @@ def judge(groups):
                                 record=evaluate.record("parse_error", reason)))
     # Code the bank has measured keeps that record: judged once in a run, not once a step. It earns no
     # advantage (known code), and a second noisy reading could only flatter its task's best.
-    measured = {}  # (task, same code) -> its first judgement's verdict (references excepted), no timings:
-    for t in {a["task"] for a in answers}:  # this step's judging did not spend them
-        for e in bank.entries.get(key[t], []):
-            r = e["record"]
-            if r.get("status") != "reference":
-                measured.setdefault((t, cudal1.same_code(e["source"])),
-                                    evaluate.record(r["status"], r.get("message", ""), r.get("speedup")))
+    # (task, same code) -> its first judgement's verdict, without the timings this step's judging did not spend
+    measured = {(t, code): evaluate.record(r["status"], r.get("message", ""), r.get("speedup"))
+                for t in {a["task"] for a in answers} for code, r in bank.verdicts(key[t]).items()}
     distinct = {}  # (task, same code) -> the first such (task, source): the same code is judged once
     for a in answers:
         k = a["source"] is not None and (a["task"], cudal1.same_code(a["source"]))

@@ -385,6 +385,9 @@ def test_same_code_is_one_notion_for_the_bank_and_the_copy_metric(tmp_path):
     bank.add("t", copy, {**ok, "speedup": 1.6}, step=3)
     bank.add("t", seed.replace("2", "2.0"), {**ok, "speedup": 1.4}, step=4)
     assert [e["step"] for e in bank.found("t")] == [4]
+    bank.add("t", "class Model: pass\n", dict(status="reference", correct=True, speedup=1.0), step=-1)
+    verdicts = bank.verdicts("t")  # each code's first judgement; the copy's later 1.6x reading is not one
+    assert verdicts == {cudal1.same_code(seed): ok, cudal1.same_code(seed.replace("2", "2.0")): {**ok, "speedup": 1.4}}
 
 
 def test_two_gloo_ranks_gather_every_answer_and_keep_one_bank(tmp_path):
