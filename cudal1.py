@@ -1374,6 +1374,25 @@ def implausible(record, max_speedup):
     return bool(max_speedup > 0 and record.get("correct") and s and s > max_speedup)
 
 
+def to_rejudge(records, tasks, best, max_speedup, done=()):
+    """Which screen records stage 3 judges again in full (indices, none in `done`): every implausible
+    one, and of each task's correct records above best[task] (its bank's best), only the fastest.
+    Call again with the full readings folded into records and best: a slower screen reading that
+    now beats its task's best gets its turn, so nothing counts as a new best unchecked, and a step
+    whose answers all beat a weak best (the reference at 1.00x, early in a run) pays for one full
+    judgement per task instead of one per answer."""
+    again, fastest = set(), {}
+    for i, (r, t) in enumerate(zip(records, tasks)):
+        if i in done:
+            continue
+        if implausible(r, max_speedup):
+            again.add(i)
+        elif r["correct"] and r.get("speedup") and r["speedup"] > best[t]:
+            if t not in fastest or r["speedup"] > records[fastest[t]]["speedup"]:
+                fastest[t] = i
+    return sorted(again | set(fastest.values()))
+
+
 # The reference program as a variant of its own task: correct, at 1.00x by definition. Every
 # contrastive prompt may show it (stage 1's pairs, stage 2's prompts, stage 3's fresh bank), and a
 # candidate must beat it to count as faster.

@@ -453,8 +453,8 @@ def judge(groups):
     """Parse every answer and judge each distinct (task, code) once, in one call, in the judge's
     screening mode (evaluate.SCREEN: every rule, fewer trials, a short timing); code the bank has
     measured keeps that verdict. An answer that would beat the bank's best for its task, or reads
-    above --max-speedup, is judged again in full (the study of the reference, 2x trials, 5x iters):
-    that record is the one that counts.
+    above --max-speedup, is judged again in full (as --judge full judges every answer), the
+    fastest of a task first (cudal1.to_rejudge): that record is the one that counts.
     Returns the answers (dicts with task, text, source, record) and the re-judgements."""
     answers = []
     for g in groups:
@@ -482,15 +482,18 @@ def judge(groups):
     mode = {**(evaluate.SCREEN if screen else {}), "trials": args.trials, "iters": args.iters}
     records = evaluate.judge_many(pairs, **opts, **mode) if pairs else []
     best = {t: (bank.best(key[t]) or {}).get("record", {}).get("speedup") or 0.0 for t, _ in pairs}
-    again = [i for i, r in enumerate(records) if cudal1.implausible(r, args.max_speedup)
-             or (screen and r["correct"] and r["speedup"] and r["speedup"] > best[pairs[i][0]])]
-    rejudged = []
-    if again:
-        full = evaluate.judge_many([pairs[i] for i in again], **opts, trials=2 * args.trials, iters=5 * args.iters)
+    if not screen:  # every reading is a full one already: only implausible ones are judged again
+        best = dict.fromkeys(best, float("inf"))
+    rejudged, done = [], set()
+    while again := cudal1.to_rejudge(records, [t for t, _ in pairs], best, args.max_speedup, done):
+        full = evaluate.judge_many([pairs[i] for i in again], **opts, trials=args.trials, iters=args.iters)
         for i, r in zip(again, full):
             rejudged.append(dict(step=step, task=key[pairs[i][0]], first=records[i]["speedup"],
                                  second=r["speedup"], status=r["status"], gpu_s=r.get("gpu_s"), source=pairs[i][1]))
             records[i] = r
+            done.add(i)
+            if r["correct"] and r["speedup"]:
+                best[pairs[i][0]] = max(best[pairs[i][0]], r["speedup"])
     by_key = {**measured, **dict(zip(distinct, records))}
     for a in answers:
         if a["source"] is not None:

@@ -120,7 +120,7 @@ print(','.join(s for _, s in best.values()))")
     rl-speed)  # issue 13: stage-3 steps per minute with the judge's screen and with the full judge, from out/sft,
                # the same seed and settings, RL_SPEED_MINUTES each -> results/CARD-rl-speed.md
           uncarry
-          for j in screen full; do rm -rf out/rl-speed-$j
+          for j in screen full; do rm -rf out/rl-speed-$j build/kernels  # a cold build cache each: the same seed samples the same answers
             timeout "${RL_SPEED_SECONDS:-210}" python3 train_rl.py --init out/sft --out out/rl-speed-$j --judge $j --held-out-tasks 0 \
               --time-limit "${RL_SPEED_MINUTES:-1.5}" 2>&1 | tail -3; done
           python3 bench/rl_speed.py out/rl-speed-screen out/rl-speed-full --out "results/$CARD-rl-speed.md" 2>&1 | tail -6 ;;

@@ -3,6 +3,9 @@
 
     python bench/rl_speed.py out/rl-speed-screen out/rl-speed-full --out results/h200-rl-speed.md
 
+The same seed makes the runs' first steps sample the same tasks and, until their updates part, the
+same answers: so they are compared over the steps both reached, and each must start from a cold build
+cache (the device step `rl-speed` empties build/kernels first), or the second run's builds are free.
 Reads each run's settings.json and log.jsonl; a step's time is what train_rl.py logs (sample, judge,
 train: held-out evaluations are not counted, as --time-limit does not count them).
 """
@@ -16,11 +19,15 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import evaluate  # noqa: E402
 
 
-def row(path):
-    settings = json.load(open(os.path.join(path, "settings.json")))
+def steps(path):
     log = [json.loads(line) for line in open(os.path.join(path, "log.jsonl")) if line.endswith("\n")]
     if not log:
         raise SystemExit(f"{path}: no steps in log.jsonl")
+    return log
+
+
+def row(path, log):
+    settings = json.load(open(os.path.join(path, "settings.json")))
     mean = lambda k: statistics.mean(s[k] for s in log)
     step_s = mean("sample_s") + mean("judge_s") + mean("train_s")
     answers = settings["tasks_per_step"] * settings["num_samples"]
@@ -44,7 +51,11 @@ def main(argv=None):
           "| run | judge | steps | steps per minute | sample s | judge s | GPU held s (summed over workers) | of it re-judging new "
           "bests in full | slowest build s | train s | answers judged per minute | correct |",
           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    md += [row(r) for r in a.runs]
+    logs = [steps(r) for r in a.runs]
+    k = min(len(log) for log in logs)  # the same seed: the runs' first steps sample the same tasks
+    md[3] += f"; compared over the first {k} steps (the fewer any run reached; "
+    md[3] += "the device step `rl-speed` empties the build cache before each run)"
+    md += [row(r, log[:k]) for r, log in zip(a.runs, logs)]
     text = "\n".join(md) + "\n"
     if a.out:
         with open(a.out, "w") as f:

@@ -33,6 +33,20 @@ def test_reward_is_clipped_log_speedup_and_failures_lowest():
     assert not cudal1.implausible({"correct": True, "speedup": 50.0}, 0)
 
 
+def test_to_rejudge_takes_each_tasks_fastest_new_best_then_any_that_still_beats_it():
+    ok = lambda s: {"correct": True, "speedup": s}
+    records = [ok(1.4), ok(1.8), ok(1.2), {"correct": False, "speedup": 9.0}, ok(0.9), ok(30.0), ok(1.1)]
+    tasks = ["a", "a", "a", "a", "a", "b", "c"]
+    best = {"a": 1.0, "b": 1.0, "c": 1.5}
+    # a: the fastest of its three new bests (1.8x); b: implausible; c: nothing beats its best
+    assert cudal1.to_rejudge(records, tasks, best, 20.0) == [1, 5]
+    records[1], best["a"] = ok(1.3), 1.3  # in full, 1.8x read 1.3x: 1.4x now beats the task's best
+    assert cudal1.to_rejudge(records, tasks, best, 20.0, done={1, 5}) == [0]
+    records[0], best["a"] = ok(1.35), 1.35
+    assert cudal1.to_rejudge(records, tasks, best, 20.0, done={0, 1, 5}) == []
+    assert cudal1.to_rejudge(records, tasks, dict.fromkeys(best, float("inf")), 20.0) == [5]  # --judge full
+
+
 # ---- bucket sampling
 
 def test_bucket_sample_draws_from_distinct_buckets():
