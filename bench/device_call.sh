@@ -117,6 +117,8 @@ print(','.join(s for _, s in best.values()))")
               --time-limit "${ABLATION_MINUTES:-1}" --held-out-every 1000 --resample 1 ${RL_FLAGS:-} 2>&1 | tail -5
             pack
           done ;;
+    judge-phases)  # issue 13: where a screened candidate's ~0.6 s on the GPU goes -> results/CARD-judge-phases.md (~1 min)
+          timeout "${BUDGET:-180}" python3 bench/judge_phases.py --out "results/$CARD-judge-phases.md" 2>&1 | tail -16 ;;
     rl-speed)  # issue 13: stage-3 steps per minute with the judge's screen and with the full judge, from out/sft,
                # the same seed and settings, RL_SPEED_MINUTES each -> results/CARD-rl-speed.md
           uncarry

@@ -133,5 +133,22 @@ def test_arms_differ_by_one_lever():
     b = jt.ARMS["b"][1]
     assert b["screen"] and b["overlap"] is False and jt.ARMS["c"][1] == b
     assert jt.ARMS["d"][1] == {**b, "overlap": True} and jt.ARMS["e"][1] == {**b, "overlap": True, "time_budget": 0.1}
-    assert jt.ARMS["v"][1] == {**jt.ARMS["w"][1], "time_budget": 0.1}
+    assert jt.ARMS["v"][1] == {**jt.ARMS["w"][1], "time_budget": 0.1, "min_iters": 5}
     assert evaluate.SCREEN == {**b, "overlap": True}  # RL's screen kept the lever that paid
+
+
+def test_judge_phases_split_a_run_on_the_cpu(tmp_path):
+    # bench/judge_phases.py on a PyTorch-level ReLU: every phase of the call tree is timed, inner ones
+    # within the outer ones, and the table names them all
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import judge_phases
+    sol = tmp_path / "19_ReLU.py"
+    sol.write_text("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n")
+    spent = judge_phases.profile(os.path.join(ROOT, "kernelbench/level1/19_ReLU.py"), str(sol), "cpu", 1)
+    assert spent.keys() == {n for _, n in judge_phases.PHASES} and spent["run"] > 0
+    assert spent["run"] >= spent["checked_trial"] + spent["timed_rounds"] and spent["verify"] >= spent["_compare"]
+    assert evaluate.Worker.run.__name__ == "run" and evaluate._compare.__name__ == "_compare"  # put back
+    out = tmp_path / "phases.md"
+    assert judge_phases.main([os.path.join(ROOT, "kernelbench/level1/19_ReLU.py"), str(sol), "--device", "cpu",
+                              "--repeats", "1", "--out", str(out)]) == 0
+    assert "| · · · · _compare |" in out.read_text()
