@@ -100,7 +100,8 @@ parser.add_argument("--weight-decay", type=float, default=0.0)
 parser.add_argument("--grad-clip", type=float, default=1.0, help="max gradient norm; 0: off")
 # ---- judge
 parser.add_argument("--judge-jobs", type=int, default=0, help="judge workers building at once; 0: judge default")
-parser.add_argument("--trials", type=int, default=5, help="correctness trials per answer")
+parser.add_argument("--trials", type=int, default=5, help="correctness trials of a full judgement (--judge full, "
+                    "and a re-judged new best); the screen runs evaluate.SCREEN's")
 parser.add_argument("--iters", type=int, default=20, help="timed calls per answer, at most")
 parser.add_argument("--timeout", type=int, default=120, help="seconds per answer for build, and for run")
 parser.add_argument("--judge", choices=("screen", "full"), default="screen", help="screen: every answer in the "
@@ -479,7 +480,7 @@ def judge(groups):
     pairs = list(distinct.values())
     opts = dict(device=str(device) if ddp else device.type, jobs=args.judge_jobs or None, timeout=args.timeout)
     screen = args.judge == "screen"  # --judge full: every record a full one, only implausible speedups judged again
-    mode = {**(evaluate.SCREEN if screen else {}), "trials": args.trials, "iters": args.iters}
+    mode = {**evaluate.SCREEN, "iters": args.iters} if screen else {"trials": args.trials, "iters": args.iters}
     records = evaluate.judge_many(pairs, **opts, **mode) if pairs else []
     best = {t: (bank.best(key[t]) or {}).get("record", {}).get("speedup") or 0.0 for t, _ in pairs}
     if not screen:  # every reading is a full one already: only implausible ones are judged again

@@ -298,11 +298,12 @@ def test_full_judge_mode_and_its_speed_report(tmp_path):
     runs = {}
     for mode in ("screen", "full"):
         run, out, prompts = rl_runner(tmp_path / mode, fake_judge=True)
-        run(1, "--judge", mode)
+        run(1, "--judge", mode, "--trials", "3")
         runs[mode] = (out, [eval(line) for line in open(prompts + ".judge")])
     screen, full = runs["screen"][1], runs["full"][1]
-    assert screen[0] == {"screen": True, "overlap": True, "trials": 2, "iters": 5} and len(screen) == 2
-    assert full == [{"screen": None, "overlap": None, "trials": 2, "iters": 5}]
+    # the screen's own trials (evaluate.SCREEN's 2), --trials for the full judgements: the re-judged new best's and every one in full
+    assert screen == [{"screen": True, "overlap": True, "trials": 2, "iters": 5}, {"screen": None, "overlap": None, "trials": 3, "iters": 5}]
+    assert full == [{"screen": None, "overlap": None, "trials": 3, "iters": 5}]
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     import rl_speed
     report = tmp_path / "speed.md"
