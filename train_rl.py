@@ -489,8 +489,9 @@ def judge(groups):
     while again := cudal1.to_rejudge(records, [t for t, _ in pairs], best, args.max_speedup, done):
         full = evaluate.judge_many([pairs[i] for i in again], **opts, trials=args.trials, iters=args.iters)
         for i, r in zip(again, full):
-            rejudged.append(dict(step=step, task=key[pairs[i][0]], first=records[i]["speedup"],
-                                 second=r["speedup"], status=r["status"], gpu_s=r.get("gpu_s"), source=pairs[i][1]))
+            rejudged.append(dict(step=step, task=key[pairs[i][0]], first=records[i]["speedup"], second=r["speedup"],
+                                 status=r["status"], gpu_s=r.get("gpu_s"), first_gpu_s=records[i].get("gpu_s"),
+                                 source=pairs[i][1]))
             records[i] = r
             done.add(i)
             if r["correct"] and r["speedup"]:
@@ -633,7 +634,8 @@ def log_step(step, answers, rejudged, n_shown, loss, times):
                 sample_s=round(t1 - t0, 1), judge_s=round(t2 - t1, 1), train_s=round(t3 - t2, 1),
                 # of judge_s: the GPU held by workers (their turns, summed; answers with the same code share one
                 # record, counted once) and the slowest build (evaluate's Slot)
-                judge_gpu_s=round(sum(r.get("gpu_s") or 0 for r in {id(r): r for r in recs}.values()), 1),
+                judge_gpu_s=round(sum(r.get("gpu_s") or 0 for r in {id(r): r for r in recs}.values())
+                                  + sum(s.get("first_gpu_s") or 0 for s in rejudged), 1),  # + the screen turns they replaced
                 judge_build_s=round(max((r.get("build_s") or 0 for r in recs), default=0), 1),
                 rejudge_gpu_s=round(sum(s["gpu_s"] or 0 for s in rejudged), 1),  # of judge_gpu_s: the full re-judgements
                 elapsed_s=round(time.time() - t_start, 1))

@@ -123,6 +123,7 @@ print(','.join(s for _, s in best.values()))")
                # the same seed and settings, RL_SPEED_MINUTES each -> results/CARD-rl-speed.md
           uncarry
           for j in screen full; do rm -rf out/rl-speed-$j build/kernels  # a cold build cache each: the same seed samples the same answers
+            python3 -c "import cudal1; cudal1.launcher()"  # but the launcher built (~11 s once per machine), as make train finds it
             timeout "${RL_SPEED_SECONDS:-210}" python3 train_rl.py --init out/sft --out out/rl-speed-$j --judge $j --held-out-tasks 0 \
               --time-limit "${RL_SPEED_MINUTES:-1.5}" 2>&1 | tail -3; done
           python3 bench/rl_speed.py out/rl-speed-screen out/rl-speed-full --out "results/$CARD-rl-speed.md" 2>&1 | tail -6 ;;

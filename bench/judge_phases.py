@@ -4,10 +4,13 @@ In the throughput table a screened candidate holds the GPU ~0.6 s from 'go' to i
 timed rounds ~0.3 s of it; this splits the whole into the judge's phases. Each of the Worker's
 methods below (and evaluate._compare) is timed inclusively, with the device synchronised before
 and after, so queued work is charged to the phase that queued it (the syncs add a little of their
-own). One Worker per (task, solution) in this process, judged in the screen's settings.
+own). One Worker per (task, solution) in this process, judged in the screen's settings: its first
+run, as the judge's worker makes its only one (first launches, cuBLAS's and the allocator's warm-up;
+but an earlier task in this process has already paid for what a process pays once), then the mean of
+--repeats more.
 
     python bench/judge_phases.py                  # the throughput table's 8 RL tasks, their fast-path files
-    python bench/judge_phases.py kernelbench/level1/19_ReLU.py kernels/level1/19_ReLU.v4.py --device cpu
+    python bench/judge_phases.py kernelbench/level1/19_ReLU.py kernels/level1/19_ReLU.py --device cpu
 """
 import argparse
 import collections
@@ -40,9 +43,9 @@ def timed(fn, name, spent, sync):
 
 
 def profile(task, solution, device, repeats):
-    """Seconds per judged candidate spent in each phase (inclusive), over `repeats` runs of one Worker."""
+    """Seconds spent in each phase (inclusive) of one Worker's first run, and per run over `repeats` more."""
     import torch
-    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    sync = (lambda: torch.cuda.synchronize(device)) if device.startswith("cuda") else (lambda: None)
     spent = collections.Counter()
     originals = {n: getattr(evaluate.Worker, n) for _, n in PHASES if n not in ("_compare",)}
     compare = evaluate._compare
@@ -51,7 +54,8 @@ def profile(task, solution, device, repeats):
             setattr(evaluate.Worker, n, timed(fn, n, spent, sync))
         evaluate._compare = timed(compare, "_compare", spent, sync)
         w = evaluate.Worker(task, solution, {**evaluate.DEFAULTS, **evaluate.SCREEN, "device": device})
-        w.run()  # one untimed: first calls pay for lazy initialisation
+        w.run()
+        first = dict(spent)
         spent.clear()
         for _ in range(repeats):
             w.run()
@@ -59,7 +63,7 @@ def profile(task, solution, device, repeats):
         for n, fn in originals.items():
             setattr(evaluate.Worker, n, fn)
         evaluate._compare = compare
-    return {n: s / repeats for n, s in spent.items()}
+    return first, {n: s / repeats for n, s in spent.items()}
 
 
 def main(argv=None):
@@ -79,16 +83,17 @@ def main(argv=None):
     md = ["# The judge's phases: seconds per screened candidate", "",
           f"- command: `python bench/judge_phases.py {' '.join(argv if argv is not None else sys.argv[1:])}`, "
           f"commit {env['commit']}, {env.get('gpu', a.device)}, torch {env['torch']}",
-          f"- evaluate.SCREEN's settings; each phase timed inclusively, the device synchronised around it; the mean of "
-          f"{a.repeats} runs of one Worker after one untimed run", "",
+          f"- evaluate.SCREEN's settings; each phase timed inclusively, the device synchronised around it; each cell "
+          f"is a Worker's first run / the mean of its {a.repeats} next", "",
           "| phase | " + " | ".join(os.path.basename(t).split("_")[0] for t, _ in pairs) + " |",
           "|---|" + "---|" * len(pairs)]
     cols = []
     for t, s in pairs:
         cols.append(profile(t, s, a.device, a.repeats))
-        print(f"{t}: run {cols[-1]['run']:.3f} s", flush=True)
+        print(f"{t}: run {cols[-1][0]['run']:.3f} s first, {cols[-1][1]['run']:.3f} s after", flush=True)
     for depth, n in PHASES:
-        md.append(f"| {'· ' * depth}{n} | " + " | ".join(f"{c.get(n, 0) * 1e3:.0f} ms" for c in cols) + " |")
+        md.append(f"| {'· ' * depth}{n} | " + " | ".join(f"{first.get(n, 0) * 1e3:.0f} / {warm.get(n, 0) * 1e3:.0f} ms"
+                                                      for first, warm in cols) + " |")
     text = "\n".join(md) + "\n"
     if a.out:
         with open(a.out, "w") as f:

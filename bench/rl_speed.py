@@ -26,12 +26,12 @@ def steps(path):
     return log
 
 
-def row(path, log):
+def row(path, log, reached):
     settings = json.load(open(os.path.join(path, "settings.json")))
     mean = lambda k: statistics.mean(s[k] for s in log)
     step_s = mean("sample_s") + mean("judge_s") + mean("train_s")
     answers = settings["tasks_per_step"] * settings["num_samples"]
-    return (f"| `{path}` | {settings.get('judge', 'screen')} | {len(log)} | {60 / step_s:.1f} | {mean('sample_s'):.1f} | "
+    return (f"| `{path}` | {settings.get('judge', 'screen')} | {len(log)} of {reached} | {60 / step_s:.1f} | {mean('sample_s'):.1f} | "
             f"{mean('judge_s'):.1f} | {mean('judge_gpu_s'):.1f} | {statistics.mean(s.get('rejudge_gpu_s', 0) for s in log):.1f} | "
             f"{mean('judge_build_s'):.1f} | {mean('train_s'):.1f} | "
             f"{answers * 60 / step_s:.0f} | {statistics.mean(s['correct'] for s in log):.0%} |")
@@ -48,14 +48,14 @@ def main(argv=None):
           f"driver {env['driver']}, torch {env['torch']} (CUDA {env['cuda']})",
           "- each run from the same checkpoint, same seed and settings, only `--judge` differs; seconds are means "
           "per step as train_rl.py logs them (held-out evaluations not counted)", "",
-          "| run | judge | steps | steps per minute | sample s | judge s | GPU held s (summed over workers) | of it re-judging new "
+          "| run | judge | steps compared, of the run's | steps per minute | sample s | judge s | GPU held s (summed over workers) | of it re-judging new "
           "bests in full | slowest build s | train s | answers judged per minute | correct |",
           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     logs = [steps(r) for r in a.runs]
     k = min(len(log) for log in logs)  # the same seed: the runs' first steps sample the same tasks
     md[3] += f"; compared over the first {k} steps (the fewer any run reached; "
     md[3] += "the device step `rl-speed` empties the build cache before each run)"
-    md += [row(r, log[:k]) for r, log in zip(a.runs, logs)]
+    md += [row(r, log[:k], len(log)) for r, log in zip(a.runs, logs)]
     text = "\n".join(md) + "\n"
     if a.out:
         with open(a.out, "w") as f:

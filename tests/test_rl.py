@@ -215,6 +215,7 @@ import os, runpy, sys
 sys.path.insert(0, {root!r})
 import cudal1
 GOOD, BAD = cudal1.format_answer({relu!r}), {bad!r}
+GOOD2 = GOOD.replace("x.clamp_min(0)", "x.relu()")  # the third answer of a group: other good code
 tok = cudal1.Tokenizer()
 
 def fake_generate(model, batch, num_samples=1, max_new_tokens=512, temperature=1.0, top_k=0, top_p=1.0,
@@ -223,7 +224,7 @@ def fake_generate(model, batch, num_samples=1, max_new_tokens=512, temperature=1
         f.writelines(repr(tok.decode(p)) + "\\n" for p in batch)
     with open({prompts!r} + ".temperature", "a") as f:  # one line per call
         f.write(str(temperature) + "\\n")
-    return [[tok.encode_answer(GOOD if i % 2 == 0 else BAD) for i in range(num_samples)] for p in batch]
+    return [[tok.encode_answer(BAD if i % 2 else GOOD2 if i % 4 == 2 else GOOD) for i in range(num_samples)] for p in batch]
 
 cudal1.generate = fake_generate
 if {fake_judge!r}:  # a stand-in judge: 1.5x for anything that parsed, a second's wait per call
@@ -232,6 +233,10 @@ if {fake_judge!r}:  # a stand-in judge: 1.5x for anything that parsed, a second'
         with open({prompts!r} + ".judge", "a") as f:  # the settings of each call
             f.write(repr({{k: kw.get(k) for k in ("screen", "overlap", "trials", "iters")}}) + "\\n")
         time.sleep(1)
+        if {fake_judge!r} in ("drop", "hold"):  # GOOD 1.5x and GOOD2 1.4x in the screen; in full GOOD drops
+            full = not kw.get("screen")       # to 1.2x (below GOOD2) or holds at 1.45x, GOOD2 reads 1.3x
+            speed = lambda s: (1.3 if full else 1.4) if "relu()" in s else (({fake_judge!r} == "drop" and 1.2 or 1.45) if full else 1.5)
+            return [dict(task=t, status="ok", message="", correct=True, speedup=speed(s), gpu_s=1.0) for t, s in pairs]
         return [dict(task=t, status="ok", message="", correct=True, speedup=1.5) for t, _ in pairs]
     evaluate.judge_many = fake_judge_many
 sys.argv = ["train_rl.py"] + sys.argv[1:]
@@ -309,7 +314,26 @@ def test_full_judge_mode_and_its_speed_report(tmp_path):
     report = tmp_path / "speed.md"
     assert rl_speed.main([str(runs["screen"][0]), str(runs["full"][0]), "--out", str(report)]) == 0
     rows = [line for line in report.read_text().splitlines() if line.startswith("| `")]
-    assert [r.split(" | ")[1] for r in rows] == ["screen", "full"] and all(" | 1 | " in r for r in rows)
+    assert [r.split(" | ")[1] for r in rows] == ["screen", "full"] and all(" | 1 of 1 | " in r for r in rows)
+
+
+@pytest.mark.parametrize("full_reading", ["drop", "hold"])
+def test_a_new_best_counts_only_after_its_full_reading(tmp_path, full_reading):
+    # two good codes beat the reference in the screen (1.5x, 1.4x); the faster is re-judged first. If it
+    # reads 1.2x in full, the other, still above that, is re-judged too (1.3x); if it holds at 1.45x, the
+    # other is not. Either way the task's best is a full reading, never a screen one
+    run, out, prompts = rl_runner(tmp_path, fake_judge=full_reading)
+    run(1, "--num-samples", "4")
+    calls = [eval(line)["screen"] for line in open(prompts + ".judge")]
+    again = [(s["first"], s["second"]) for s in map(json.loads, open(out / "rejudged.jsonl"))]
+    best = cudal1.Bank(str(out / "bank.jsonl")).best(TASK)["record"]["speedup"]
+    log = json.loads(open(out / "log.jsonl").readline())  # GPU: 1.0 s per judged code, each judgement
+    if full_reading == "drop":
+        assert calls == [True, None, None] and again == [(1.5, 1.2), (1.4, 1.3)] and best == 1.3
+        assert log["judge_gpu_s"] == 4.0 and log["rejudge_gpu_s"] == 2.0
+    else:
+        assert calls == [True, None] and again == [(1.5, 1.45)] and best == 1.45
+        assert log["judge_gpu_s"] == 3.0 and log["rejudge_gpu_s"] == 1.0
 
 
 def test_code_the_bank_measured_is_not_judged_again(tmp_path):
