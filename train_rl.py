@@ -30,7 +30,6 @@ import glob
 import json
 import os
 import random
-import re
 import statistics
 import time
 from collections import Counter
@@ -53,11 +52,10 @@ parser.add_argument("--tasks", default="kernelbench", help="KernelBench tasks, l
 parser.add_argument("--rl-tasks", default=None, help="comma-separated paths under --tasks (level1/19_ReLU.py,...); "
                     "'all': every task with a solution in --kernels that runs here; 'fresh': generated "
                     "training-split tasks no stage-1 run trains on (seeds from FRESH_SEED), so no answer can be "
-                    "recited; 'generated': the generated tasks --init trained on (train_sft.py --generated); "
-                    "unset: 'fresh' when --init holds generated tasks, else the device default")
-parser.add_argument("--rl-task-count", type=int, default=-1, help="'fresh' and 'generated' take this many, so that "
-                    "each task comes back often enough for its prompt to show the policy's own earlier answers "
-                    "('generated': those with a measured teacher solution first; 0: all of them); -1: device default")
+                    "recited; unset: 'fresh' when --init holds generated tasks, else the device default")
+parser.add_argument("--rl-task-count", type=int, default=-1, help="'fresh' takes this many, so that "
+                    "each task comes back often enough for its prompt to show the policy's own earlier answers; "
+                    "-1: device default")
 # ---- sampling
 parser.add_argument("--plain", action="store_true", help="plain prompts, no exemplars: the paper's ablation")
 parser.add_argument("--tasks-per-step", type=int, default=-1, help="tasks per step, over all ranks; -1: device default")
@@ -73,7 +71,7 @@ parser.add_argument("--cuda-graphs", type=int, default=-1, help="1: decode throu
 parser.add_argument("--exemplars", type=int, default=2, help="earlier correct solutions per prompt, at most")
 parser.add_argument("--seed-bank", default=None, help="evaluate.py records of kernels/ solutions: a fresh bank "
                     "starts with the correct ones of the RL tasks (step -1), so contrastive prompts show exemplars "
-                    "from the first step; unset: the library's and the teacher's H200 records on a GPU "
+                    "from the first step; unset: the H200 records on a GPU "
                     f"({cudal1.H200_RECORDS}), results/cpu.jsonl on the CPU; "
                     "empty or missing: start empty")
 parser.add_argument("--buckets", type=int, default=4, help="score buckets the bank's correct solutions fall into")
@@ -141,10 +139,9 @@ args = parser.parse_args()
 # the end of the block (the first H200 step spent 111 s of 132 sampling). On the CPU the cap is 1280.
 # From a curriculum checkpoint (train_sft.py --generated) the tasks are --rl-task-count fresh generated
 # tasks instead (16 on a GPU, 4 on the CPU): the training split's kind of task, drawn from seeds no stage-1
-# run reaches, so the policy has no answer by heart. On the tasks it trained on (--rl-tasks generated,
-# seeded with the teacher's measured solutions) 99% of the correct --plain answers on the H200 were the
-# memorised teacher solution, measured again (results/learning-h200.md, 3 seeds per arm). Either way the
-# held-out split is measured before the first step, every --held-out-every steps and at the end (4
+# run reaches, so the policy has no answer by heart (on the tasks it trained on, seeded with the teacher's
+# measured solutions, 99% of the correct --plain answers on the H200 were the memorised teacher solution,
+# measured again: git history and README's table of changes). Either way the held-out split is measured before the first step, every --held-out-every steps and at the end (4
 # generated tasks on the CPU; 32 and the 20 level-2 on a GPU).
 CPU_TASKS = ["19_ReLU", "23_Softmax", "47_Sum_reduction_over_a_dimension", "97_CosineSimilarityLoss"]
 GPU_TASKS = CPU_TASKS + ["12_Matmul_with_diagonal_matrices_", "26_GELU_", "40_LayerNorm", "88_MinGPTNewGelu"]
@@ -216,7 +213,6 @@ if resumed and "optimizer" in meta:  # a fresh run starts a fresh optimizer: SFT
 
 # ---- tasks: those whose plain prompt leaves room for an answer
 # Held-out tasks never enter: not as RL tasks, so not as bank seeds, prompts or exemplars either.
-speedups = evaluate.measured_speedups(args.seed_bank or "") or {}  # {solution name: speedup} in --seed-bank's records
 FRESH_SEED = 10 ** 6  # 'fresh' tasks start here; train_sft.py --generated N draws seeds up to ~1.07 N
 
 
@@ -254,19 +250,6 @@ if args.rl_tasks == "all":
     tasks = sorted(tasks)
     if held:
         say(f"left out {len(held)} held-out task(s) (cudal1.held_out): {', '.join(sorted(held))}")
-elif args.rl_tasks == "generated":  # what stage 1 trained on: the teacher wrote a solution of each
-    tasks = sorted({os.path.join(args.init, "generated", "tasks", "levelG", re.sub(r"\.\w+\.py$", ".py", f))
-                    for f in os.listdir(os.path.join(args.init, "generated", "solutions", "levelG"))}
-                   if os.path.isdir(os.path.join(args.init, "generated", "solutions", "levelG")) else [])
-    held = [t for t in tasks if cudal1.held_out(t)]
-    if held:
-        raise SystemExit(f"--rl-tasks generated: held-out task(s) among {args.init}'s generated tasks: the split is broken")
-    # On the H200 a 1.5-minute run of ~2300 generated tasks saw each task once, so no prompt ever showed
-    # the policy's own earlier answers. A fixed few, the same in every run and arm; a task with a measured
-    # teacher solution first, so its prompt shows a real speedup beside the reference's 1.00x.
-    measured = {name.split(".")[0] for name in speedups}
-    tasks.sort(key=lambda t: ("levelG/" + os.path.basename(t)[:-3] not in measured, t))
-    tasks = tasks[:args.rl_task_count or None]
 elif args.rl_tasks == "fresh":
     tasks = fresh_tasks(os.path.join(args.out, "fresh", "levelG"), args.rl_task_count or 16)
 else:
@@ -283,8 +266,7 @@ if too_long:
     say(f"skipping {len(too_long)} task(s) whose prompt leaves < {args.min_answer_tokens} tokens: {', '.join(too_long)}")
 tasks = [t for t in tasks if t not in too_long]
 if not tasks:
-    raise SystemExit("no RL tasks: set --rl-tasks" + (f" ({args.init} holds no generated tasks: train_sft.py "
-                     "--generated N writes them)" if args.rl_tasks == "generated" else ""))
+    raise SystemExit("no RL tasks: set --rl-tasks")
 bank = cudal1.Bank(os.path.join(args.out, "bank.jsonl"), write=master)
 log_path, held_path = os.path.join(args.out, "log.jsonl"), os.path.join(args.out, "held_out.jsonl")
 for path, keep in ((log_path, step), (held_path, step + 1)):  # a held-out line at `step` measured this checkpoint
@@ -301,8 +283,7 @@ key = {t: evaluate.task_key(t) for t in tasks}  # 'level1/19_ReLU.py': the bank'
 def seed_bank(paths):
     """Adds, as step -1, the RL tasks' solutions that the judge's records in `paths` (--seed-bank,
     comma-separated) measured correct: kernels/ solutions, from records of this kind of device (speedups
-    on another mislead), and for generated tasks the teacher's solutions --init trained on, found by name
-    in `speedups` (the same records, read once above). CUDA-L1's RL starts from a pool of verified variants (on the H200,
+    on another mislead). CUDA-L1's RL starts from a pool of verified variants (on the H200,
     an empty bank made the first contrastive step all plain prompts). Every rank adds the same
     entries; only rank 0 writes them."""
     n, path_of = 0, {k: t for t, k in key.items()}
@@ -314,14 +295,6 @@ def seed_bank(paths):
                     and r.get("correct") and r.get("speedup") and os.path.exists(sol)):
                 code = cudal1.inherit_constructor(read(sol), read(path_of[r["task"]]))
                 bank.add(r["task"], cudal1.solution_code(code), r, -1)  # as stage 1's exemplars show it
-                n += 1
-    for t in (t for t in tasks if key[t].startswith("levelG/")):
-        folder = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(t))), "solutions", "levelG")
-        for sol in sorted(glob.glob(os.path.join(folder, os.path.basename(t)[:-3] + ".*.py"))):
-            speedup = speedups.get(cudal1.solution_name(sol))
-            if speedup:
-                rec = dict(evaluate.record("ok", speedup=speedup), solution=cudal1.solution_name(sol))
-                bank.add(key[t], cudal1.solution_code(cudal1.inherit_constructor(read(sol), read(t))), rec, -1)
                 n += 1
     return n
 

@@ -198,49 +198,6 @@ def test_a_second_answer_counts_for_its_own_task():
     assert s["g resampled"] == dict(tasks=3, answers=1, correct=1.0, solved=2, geomean=pytest.approx(2.4 ** (1 / 3)))
 
 
-def test_rl_on_generated_tasks_seeds_the_teacher_and_measures_the_split(tmp_path):
-    # --rl-tasks generated: the tasks stage 1 trained on (a teacher solution each), the teacher's
-    # measured solutions as seeds, the split measured before the first step and at the end, and
-    # no held-out task in the bank
-    from kernelbench import teacher
-    sft = tmp_path / "sft"
-    tok = cudal1.Tokenizer()
-    cfg = cudal1.Config(vocab_size=tok.vocab_size, block_size=4096, n_layer=1, n_head=2, n_kv_head=2, n_embd=32, n_hidden=64)
-    torch.manual_seed(0)
-    cudal1.save_checkpoint(str(sft), cudal1.Transformer(cfg), tok, {"step": 0, "round": 1})
-    records, trained = [], []
-    for name, source, meta in gen.tasks(0, 6, "cpu", split="train"):
-        sols = [(m, s) for m, s in teacher.solutions(source, meta) if cudal1.solution_kind(s) == "pytorch"]
-        if sols:
-            teacher.write(str(sft / "generated"), name, source, meta, sols)
-            trained.append(f"levelG/{name}.py")
-            move = sols[0][0]  # measured somewhere else (the teacher's own run): found by name
-            if len(trained) == 1:
-                continue  # the first task has no measured solution: --rl-task-count leaves it out
-            records.append(json.dumps(dict(task=f"levelG/{name}.py", solution=f"build/t/solutions/levelG/{name}.{move}.py",
-                                           status="ok", correct=True, speedup=1.5)) + "\n")
-    (tmp_path / "teacher.jsonl").write_text("".join(records))
-    out = tmp_path / "rl"
-    cmd = [sys.executable, os.path.join(ROOT, "train_rl.py"), "--init", str(sft), "--device", "cpu", "--out", str(out),
-           "--rl-tasks", "generated", "--steps", "1", "--tasks-per-step", "1", "--num-samples", "2",
-           "--max-new-tokens", "16", "--min-answer-tokens", "16", "--seed-bank", str(tmp_path / "teacher.jsonl"),
-           "--held-out-tasks", "2", "--held-out-every", "5", "--judge-jobs", "1", "--rl-task-count", str(len(records))]
-    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=180)
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    assert f"bank seeded with {len(records)} judged solution(s)" in p.stdout, p.stdout
-    bank = cudal1.Bank(str(out / "bank.jsonl"))
-    assert len(trained) > len(records) > 0
-    trained = trained[1:]  # the tasks with a measured teacher solution come first, and fill the count
-    assert sorted(bank.entries) == sorted(trained) and not [t for t in bank.entries if cudal1.held_out(
-        str(sft / "generated" / "tasks" / t))]
-    assert all(len([e for e in bank.entries[t] if e["step"] < 0]) == 2 for t in trained)  # the reference + the seed
-    lines = [json.loads(line) for line in open(out / "held_out.jsonl")]
-    assert [x["step"] for x in lines] == [0, 1]  # before the first update, and the policy it ends with
-    assert all(x["stats"]["generated"]["tasks"] == 2 for x in lines)
-    held = sorted(os.listdir(out / "held_out" / "levelG"))
-    assert held and all(cudal1.held_out(str(out / "held_out" / "levelG" / f)) for f in held if f.endswith(".py"))
-
-
 def test_rl_from_a_curriculum_checkpoint_takes_fresh_tasks_it_never_trained_on(tmp_path):
     # a checkpoint with generated tasks beside it: RL's tasks are the training split's kind, from seeds
     # (FRESH_SEED on) that stage 1 never drew, none held out, none the code of a task it trained on,
