@@ -598,11 +598,16 @@ def log_step(step, answers, rejudged, n_shown, loss, times):
     good = [a for a in answers if a["record"]["correct"]]
     given = {t: bank.sources(key[t], given=True) for t in set(a["task"] for a in good)}  # the seeds' code
     copied = sum(cudal1.same_code(a["source"]) in given[a["task"]] for a in good) / max(1, len(good))
+    # A group whose answers all earn the same reward (one code G times, at a low temperature) teaches nothing
+    groups = [answers[i:i + G] for i in range(0, n, G)]  # G consecutive answers per task, on every rank
+    signal = sum(any(a["adv"] for a in g) for g in groups) / len(groups)
+    distinct = statistics.mean(len({cudal1.same_code(a["source"]) for a in g if a["source"] is not None}) for g in groups)
     line = dict(step=step, reward_mean=statistics.mean(rewards), reward_max=max(rewards), loss=loss,
                 stopped=sum(a["stopped"] for a in answers) / n, parsed=parsed, compiled=compiled, correct=correct,
                 copied=copied, known=sum(a["known"] for a in answers) / n,
                 composed=sum(len(cudal1.moves_shown(a["source"])) >= 2 for a in good) / max(1, len(good)),
                 exemplars=statistics.mean(n_shown) if n_shown else 0, best=best, rejudged=len(rejudged),
+                signal=signal, distinct=distinct,  # groups with a learning signal; parsed codes per group
                 statuses=dict(Counter(r["status"] for r in recs)),
                 rejects=dict(Counter(r["message"] for r in recs if r["status"] == "parse_error").most_common(3)),
                 sample_s=round(t1 - t0, 1), judge_s=round(t2 - t1, 1), train_s=round(t3 - t2, 1),
@@ -616,7 +621,8 @@ def log_step(step, answers, rejudged, n_shown, loss, times):
     in_step = sorted({key[t] for t in step_tasks(step)})
     bests = " ".join(f"{k.split('/')[1][:-3][:12]} {'-' if best[k] is None else f'{best[k]:.2f}x'}" for k in in_step)
     say(f"step {step + 1:4d}/{args.steps} | reward mean {line['reward_mean']:+.2f} max {line['reward_max']:+.2f} | "
-        f"parse {parsed:.0%} compile {compiled:.0%} correct {correct:.0%} ({copied:.0%} copies) | best {bests} | "
+        f"parse {parsed:.0%} compile {compiled:.0%} correct {correct:.0%} ({copied:.0%} copies) | "
+        f"{signal:.0%} of groups with a signal, {distinct:.1f} codes each | best {bests} | "
         f"sample {t1 - t0:.0f}s judge {t2 - t1:.0f}s (GPU {line['judge_gpu_s']:.0f}s, slowest build "
         f"{line['judge_build_s']:.0f}s) train {t3 - t2:.0f}s"
         + (f" | {len(rejudged)} judged twice" if rejudged else ""))
@@ -650,8 +656,8 @@ while step < args.steps:
     adv = cudal1.group_advantages(rewards, G, args.adv_clip, args.std_floor, known)  # known code earns none
     loss = policy_step(groups, adv)
     t3 = time.time()
-    for a, r, k in zip(answers, rewards, known):
-        a["reward"], a["known"] = r, k
+    for a, r, k, v in zip(answers, rewards, known, adv.tolist()):
+        a["reward"], a["known"], a["adv"] = r, k, v
     answers, rejudged, n_shown = share(answers, rejudged, [g["n_shown"] for g in groups])
     update_bank(answers, step)
     log_step(step, answers, rejudged, n_shown, loss, (t0, t1, t2, t3))

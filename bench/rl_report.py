@@ -114,8 +114,8 @@ md = [f"# Contrastive vs plain RL ({env.get('gpu', '?')})", "",
       f"- compared over the first {steps} steps (the fewer any run reached)", "",
       "| run | answers | parse | compile | correct | copies of a seed | reward, first half | reward, second half | "
       "composing 2+ moves, first half -> second half | constant outputs, second half (correct) | "
-      "after a correct answer: same move / another (correct) | exemplars shown |",
-      "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+      "after a correct answer: same move / another (correct) | exemplars shown | groups with a signal (codes each) |",
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 def composed(log, n):
     """Of the correct answers of these steps, the share whose code shows two or more of the teacher's
     moves (cudal1.moves_shown); 0 for logs written before it was counted."""
@@ -164,7 +164,9 @@ for r in runs:
               f"{composed(log[:half], n[:half]):.0%} -> {composed(log[half:] or log, n[half:] or n):.0%} | "
               f"{len(const) / max(1, len(late)):.0%} ({sum(bool(e['record'].get('correct')) for e in const)}) | "
               f"{keep_or_switch(parsed)} | "
-              f"{statistics.mean(l['exemplars'] for l in log):.1f} |")
+              f"{statistics.mean(l['exemplars'] for l in log):.1f} | "
+              + (f"{statistics.mean(l['signal'] for l in log):.0%} ({statistics.mean(l['distinct'] for l in log):.1f}) |"
+                 if all("signal" in l for l in log) else "- |"))
 md += ["", "Reward: clip(log2 speedup, -1, 3) for a correct answer, -2 for any failure (cudal1.reward).", "",
        "```text", chart({arm: [statistics.mean(r["log"][i]["reward_mean"] for r in runs if r["arm"] == arm)
                                for i in range(steps)] for arm in dict.fromkeys(r["arm"] for r in runs)}, args.height),
@@ -175,7 +177,10 @@ md += ["", "Reward: clip(log2 speedup, -1, 3) for a correct answer, -2 for any f
        "After a correct answer: parsed answers to a task the run had already answered correctly at an earlier "
        "step (what a contrastive prompt then shows), split into those that use only the moves of the earlier "
        "correct answers and those that use another (by cudal1.MOVE_MARKS; answers with no mark are in neither), "
-       "and in brackets how many of each the judge passed.", ""]
+       "and in brackets how many of each the judge passed.", "",
+       "Groups with a signal: a task's G answers whose rewards are not all equal, so the update learns from them "
+       "(a group of one code G times, or all failing, teaches nothing); in brackets the distinct parsed codes "
+       "per group (cudal1.same_code).", ""]
 held = [r for r in runs if r["held"]]
 if held:  # the split no training input touches, measured before the first update and during the run
     groups = [g for g in held[0]["held"][0]["stats"] if all(g in h["stats"] for r in held for h in r["held"])]

@@ -286,6 +286,8 @@ def test_rl_steps_on_cpu_with_the_real_judge(tmp_path):
     assert "step    2/2" in p.stdout and "parse 50% compile 50% correct 50%" in p.stdout, p.stdout
     log = [json.loads(line) for line in open(out / "log.jsonl")]
     assert [l["step"] for l in log] == [0, 1] and all(l["loss"] is not None for l in log)
+    # each group: one good code and one answer that never parses, rewards apart: a signal in every group
+    assert [(l["signal"], l["distinct"]) for l in log] == [(1.0, 1), (1.0, 1)]
     bank = cudal1.Bank(str(out / "bank.jsonl"))
     ref, *entries = bank.entries["level1/19_ReLU.py"]  # the broken answers never parsed: not in the bank
     assert ref["step"] == -1 and ref["record"] == {"status": "reference", "correct": True, "speedup": 1.0}
@@ -334,6 +336,7 @@ def test_a_new_best_counts_only_after_its_full_reading(tmp_path, full_reading):
     else:
         assert calls == [True, None] and again == [(1.5, 1.45)] and best == 1.45
         assert log["judge_gpu_s"] == 3.0 and log["rejudge_gpu_s"] == 1.0
+    assert log["distinct"] == 2 and log["signal"] == 1.0  # GOOD, BAD, GOOD2, BAD
 
 
 def test_code_the_bank_measured_is_not_judged_again(tmp_path):
@@ -411,6 +414,16 @@ def test_a_seed_restating_its_constructor_and_a_copy_of_it_meet_in_one_form(tmp_
     ref, seed, *found = cudal1.Bank(str(out / "bank.jsonl")).entries[TASK]
     assert "class ModelNew(Model):" in seed["source"] and "__init__" not in seed["source"], seed["source"]
     assert json.loads(open(out / "log.jsonl").readline())["copied"] == 1.0
+
+
+def test_a_group_of_one_code_teaches_nothing_and_the_log_says_so(tmp_path):
+    # every answer of the group the same good code: equal rewards, no advantage, no update
+    run, out, prompts = rl_runner(tmp_path, fake_judge=True)
+    driver = tmp_path / "driver.py"
+    driver.write_text(driver.read_text().replace("BAD if i % 2 else ", ""))
+    run(1)
+    log = json.loads(open(out / "log.jsonl").readline())
+    assert (log["signal"], log["distinct"], log["correct"], log["loss"]) == (0.0, 1, 1.0, None)
 
 
 def test_same_code_is_one_notion_for_the_bank_and_the_copy_metric(tmp_path):
@@ -506,7 +519,8 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
             adv_clip=1.5, trials=5, iters=20)))
         (d / "log.jsonl").write_text("".join(json.dumps(dict(
             step=s, reward_mean=0.0, parsed=1.0, compiled=1.0, correct=float(rec["correct"]), composed=0,
-            exemplars=0, best={"levelG/1_X.py": None}, statuses={rec["status"]: 1}, elapsed_s=10.0 * (s + 1)))
+            exemplars=0, best={"levelG/1_X.py": None}, statuses={rec["status"]: 1}, elapsed_s=10.0 * (s + 1),
+            **({} if plain else dict(signal=float(s % 2), distinct=1 + s % 2))))  # plain: a log from before they were counted
             + "\n" for s, _, rec in answers))
         (d / "bank.jsonl").write_text("".join(json.dumps(dict(step=s, task="levelG/1_X.py", source=src, record=rec))
                                               + "\n" for s, src, rec in answers))
@@ -534,6 +548,8 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
     col = row["| run"].index("after a correct answer: same move / another (correct)")
     assert row["| contrastive seed 1"][col] == "33% (100%) / 67% (0%)"
     assert row["| plain seed 1"][col] == "67% (50%) / 33% (100%)"
+    col = row["| run"].index("groups with a signal (codes each) |")
+    assert (row["| contrastive seed 1"][col], row["| plain seed 1"][col]) == ("50% (1.5) |", "- |")
     # second answers: at step 0 A's second try new and faster, B's unparsed; A's resampled answer its first
     # code again, B's new and passing (beats a failed first); at step 3 A's second try new, failing
     second = [line for line in p.stdout.splitlines() if line.startswith("| contrastive seed 1 | ")
