@@ -5,8 +5,9 @@ Each step takes a batch of tasks and samples G answers for each to a contrastive
 reference program plus up to two earlier correct solutions from the exemplar bank, with their
 measured speedups (cudal1.bucket_sample). The policy writes a performance analysis, a design and a
 new ModelNew. Every parsed answer is judged in one call to evaluate.judge_many (the judge of the
-CLI and of stage 2; code the bank has measured keeps that verdict), each record becomes a reward (cudal1.reward), rewards are normalised within
-each task's group and clipped (cudal1.group_advantages), and one optimizer step follows on
+CLI and of stage 2; code the bank has measured keeps that verdict), each record becomes a reward
+(cudal1.reward), rewards are normalised within each task's group and clipped
+(cudal1.group_advantages), and one optimizer step follows on
 -mean(advantage * log-prob of the answer tokens) (cudal1.pg_loss). Every judged solution goes back
 into the bank, so the next prompt for a task contrasts its newest variants. --plain runs the same
 loop with plain prompts: the paper's ablation.

@@ -47,7 +47,7 @@ def profile(task, solution, device, repeats):
     import torch
     sync = (lambda: torch.cuda.synchronize(device)) if device.startswith("cuda") else (lambda: None)
     spent = collections.Counter()
-    originals = {n: getattr(evaluate.Worker, n) for _, n in PHASES if n not in ("_compare",)}
+    originals = {n: getattr(evaluate.Worker, n) for _, n in PHASES if n != "_compare"}
     compare = evaluate._compare
     try:
         for n, fn in originals.items():
@@ -82,7 +82,7 @@ def main(argv=None):
     env = evaluate.environment(a.device)
     md = ["# The judge's phases: seconds per screened candidate", "",
           f"- command: `python bench/judge_phases.py {' '.join(argv if argv is not None else sys.argv[1:])}`, "
-          f"commit {env['commit']}, {env.get('gpu', a.device)}, torch {env['torch']}",
+          f"commit {env['commit']}, {env['gpu']}, torch {env['torch']}",
           f"- evaluate.SCREEN's settings; each phase timed inclusively, the device synchronised around it; each cell "
           f"is a Worker's first run / the mean of its {a.repeats} next", "",
           "| phase | " + " | ".join(os.path.basename(t).split("_")[0] for t, _ in pairs) + " |",

@@ -53,8 +53,8 @@ def main(argv=None):
           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     logs = [steps(r) for r in a.runs]
     k = min(len(log) for log in logs)  # the same seed: the runs' first steps sample the same tasks
-    md[3] += f"; compared over the first {k} steps (the fewer any run reached; "
-    md[3] += "the device step `rl-speed` empties the build cache before each run)"
+    md[3] += (f"; compared over the first {k} steps (the fewer any run reached; "
+              "the device step `rl-speed` empties the build cache before each run)")
     md += [row(r, log[:k], len(log)) for r, log in zip(a.runs, logs)]
     text = "\n".join(md) + "\n"
     if a.out:
