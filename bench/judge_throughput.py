@@ -92,6 +92,18 @@ ARMS = {  # arm -> (route, judge settings on top of evaluate.DEFAULTS)
     "v": ("load_cuda, builds beside measuring, the reference called once before 'ready'",
           {**WAVES, "overlap": True, "prewarm": True, "time_budget": 0.1, "min_iters": 5}),
 }
+
+
+def route(arm):
+    """How an arm's CUDA candidates are built, read from its row of ARMS: load_kernel, load_cuda or
+    load_inline (an arm added with a new route name fails here, not silently on another route)."""
+    name = ARMS[arm][0]
+    for r, says in [("load_kernel", "load_kernel"), ("load_cuda", "load_cuda"), ("load_inline", "load_inline")]:
+        if says in name:
+            return r
+    raise ValueError(f"arm {arm}: its route {name!r} names none of load_kernel, load_cuda, load_inline")
+
+
 OPEN = 'CUDA_SRC = r"""'  # every library file holds its CUDA source in this one string
 
 
@@ -194,9 +206,9 @@ def candidates(arm, per_task, torch_share, run):
             with open(task_path(task)) as f:
                 source = (f.read() + f'\n\nCANDIDATE = "{tag}"  # a harmless edit: new code to the judge\n\n\n'
                           "class ModelNew(Model):\n    pass\n")
-        elif arm == "a":
+        elif route(arm) == "load_kernel":
             source = mark(read_kernel(TASKS[task][0]), tag)
-        elif arm in "bdejw":
+        elif route(arm) == "load_cuda":
             source = mark(read_kernel(TASKS[task][1]), tag)
         else:
             source = inline_solution(mark(read_kernel(TASKS[task][1]), tag), f"candidate_{tag.lower()}")
