@@ -35,7 +35,7 @@ SPAN = {f"kernels/level2/{name}": {"depth": 8, "height": 16, "width": 16} for na
 SPAN.update({f"kernels/level2/{name}": {"depth": 4, "height": 16, "width": 16} for name in (
     "72_ConvTranspose3d_BatchNorm_AvgPool_AvgPool.v2.py", "60_ConvTranspose3d_Swish_GroupNorm_HardSwish.v2.py",
     "15_ConvTranspose3d_BatchNorm_Subtract.v2.py")})
-SPAN["drafts/level2/19_ConvTranspose2d_GELU_GroupNorm.py"] = {"height": 16, "width": 16}
+SPAN["kernels/level2/19_ConvTranspose2d_GELU_GroupNorm.v3.py"] = {"height": 16, "width": 16}
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 
