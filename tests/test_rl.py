@@ -325,7 +325,7 @@ def test_a_new_best_counts_only_after_its_full_reading(tmp_path, full_reading):
     # reads 1.2x in full, the other, still above that, is re-judged too (1.3x); if it holds at 1.45x, the
     # other is not. Either way the task's best is a full reading, never a screen one
     run, out, prompts = rl_runner(tmp_path, fake_judge=full_reading)
-    run(1, "--num-samples", "4")
+    run(1, "--num-samples", "4", "--judge", "screen")
     calls = [eval(line)["screen"] for line in open(prompts + ".judge")]
     again = [(s["first"], s["second"]) for s in map(json.loads, open(out / "rejudged.jsonl"))]
     best = cudal1.Bank(str(out / "bank.jsonl")).best(TASK)["record"]["speedup"]
@@ -343,7 +343,7 @@ def test_code_the_bank_measured_is_not_judged_again(tmp_path):
     # every step answers the same good code: judged at step 0 (the screen, then in full as a new best),
     # never after; later steps keep its verdict, and the bank's best is that one reading
     run, out, prompts = rl_runner(tmp_path, fake_judge=True)
-    run(3)
+    run(3, "--judge", "screen")
     assert len(open(prompts + ".judge").readlines()) == 2
     log = [json.loads(line) for line in open(out / "log.jsonl")]
     assert [(l["known"], l["correct"]) for l in log] == [(0, 0.5), (0.5, 0.5), (0.5, 0.5)]
