@@ -10,6 +10,7 @@ mkdir -p "$OUT"
 # --gpu and results by it, so a comparison taken on an H100 never reads as the H200's
 CARD=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | grep -o 'H[12]00' | head -1 | tr H h)
 CARD=${CARD:-h200}
+STAMP=$(date +%m%d-%H%M)  # in the names of results a step writes afresh, so a second call that day keeps the first's
 # results/, logs and out/ (no weights; out/*/generated, 274 MB at --generated 20000, the same seeds write
 # again anywhere) packed into $OUT: at the end, and after each RL arm, so a call cut off by its time
 # limit (whose $OUT still comes back) keeps every arm it finished
@@ -31,13 +32,13 @@ for step in "$@"; do
     test-gpu) timeout "${TEST_BUDGET:-180}" python3 -m pytest -q -m gpu -s tests/test_judge.py tests/test_policy.py 2>&1 | tail -25 ;;
     drafts)  # drafts/LEVEL: solutions written without a GPU, judged here first (passing ones move to kernels/LEVEL)
           timeout "${BUDGET:-480}" python3 evaluate.py --tasks "kernelbench/${LEVEL:-level3}" --solutions "drafts/${LEVEL:-level3}" \
-            --gpu $CARD --time-budget "${TIME_BUDGET:-0.5}" --out "results/$CARD-drafts-${LEVEL:-level3}-$(date +%m%d)" 2>&1 | tail -3 ;;
+            --gpu $CARD --time-budget "${TIME_BUDGET:-0.5}" --out "results/$CARD-drafts-${LEVEL:-level3}-$STAMP" 2>&1 | tail -3 ;;
     drafts-vs-library)  # each drafts/LEVEL file beside the library's file for its task, in one run: a comparison
-          # (then, here: python bench/promote_drafts.py results/CARD-drafts-vs-library-LEVEL-MMDD.jsonl --apply)
+          # (then, here: python bench/promote_drafts.py results/CARD-drafts-vs-library-LEVEL-MMDD-HHMM.jsonl --apply)
           ids=$(ls "drafts/${LEVEL:-level2}" | grep -o '^[0-9]\+_' | tr -d _ | sort -un | paste -sd,)
           timeout "${BUDGET:-300}" python3 evaluate.py --tasks "kernelbench/${LEVEL:-level2}" --ids "$ids" \
             --solutions "kernels/${LEVEL:-level2},drafts/${LEVEL:-level2}" --gpu $CARD --time-budget "${TIME_BUDGET:-0.5}" \
-            --out "results/$CARD-drafts-vs-library-${LEVEL:-level2}-$(date +%m%d)" 2>&1 | tail -3 ;;
+            --out "results/$CARD-drafts-vs-library-${LEVEL:-level2}-$STAMP" 2>&1 | tail -3 ;;
     build-time) python3 bench/build_time.py 2>&1 | tail -3 ;;
     eval) make -s eval GPU=h200 TASKS=kernelbench SOLUTIONS=kernels 2>&1 | tail -3 ;;
     baseline)  # resumable: a cut-off run continues from results/h200-baseline.jsonl next call
@@ -117,16 +118,16 @@ print(','.join(s for _, s in best.values()))")
               --time-limit "${ABLATION_MINUTES:-1}" --held-out-every 1000 --resample 1 ${RL_FLAGS:-} 2>&1 | tail -5
             pack
           done ;;
-    judge-phases)  # issue 13: where a screened candidate's ~0.6 s on the GPU goes -> results/CARD-judge-phases.md (~1 min)
-          timeout "${BUDGET:-180}" python3 bench/judge_phases.py --out "results/$CARD-judge-phases.md" 2>&1 | tail -16 ;;
+    judge-phases)  # issue 13: where a screened candidate's ~0.6 s on the GPU goes -> results/CARD-judge-phases-MMDD-HHMM.md (~1 min)
+          timeout "${BUDGET:-180}" python3 bench/judge_phases.py --out "results/$CARD-judge-phases-$STAMP.md" 2>&1 | tail -16 ;;
     rl-speed)  # issue 13: stage-3 steps per minute with the judge's screen and with the full judge, from out/sft,
-               # the same seed and settings, RL_SPEED_MINUTES each -> results/CARD-rl-speed.md
+               # the same seed and settings, RL_SPEED_MINUTES each -> results/CARD-rl-speed-MMDD-HHMM.md
           uncarry
           for j in screen full; do rm -rf out/rl-speed-$j build/kernels  # a cold build cache each: the same seed samples the same answers
             python3 -c "import cudal1; cudal1.launcher()"  # but the launcher built (~11 s once per machine), as make train finds it
             timeout "${RL_SPEED_SECONDS:-210}" python3 train_rl.py --init out/sft --out out/rl-speed-$j --judge $j --held-out-tasks 0 \
               --time-limit "${RL_SPEED_MINUTES:-1.5}" 2>&1 | tail -3; done
-          python3 bench/rl_speed.py out/rl-speed-screen out/rl-speed-full --out "results/$CARD-rl-speed.md" 2>&1 | tail -6 ;;
+          python3 bench/rl_speed.py out/rl-speed-screen out/rl-speed-full --out "results/$CARD-rl-speed-$STAMP.md" 2>&1 | tail -6 ;;
     probe)  # does the policy read a prompt that shows a solution? bench/exemplar_probe.py on out/sft, with the first
             # contrastive arm's tasks and bank, all prompts in one batch on the GPU -> results/PROBE_NAME.md (exemplar-probe-h200)
           timeout "${BUDGET:-200}" python3 bench/exemplar_probe.py --init out/sft --run out/rl-contrastive-s1 --tasks 8 \

@@ -7,8 +7,8 @@ kernels/LEVEL under the next free variant name (N_Name.vK.py: the old file stays
 training and for the next eval), its docstring's closing "Not yet measured on the H200." replaced by the
 measurement and the card it was taken on. Drafts that failed or lost stay where they are; the table says why.
 
-    python bench/promote_drafts.py results/h200-drafts-vs-library-level2-MMDD.jsonl          # what it would do
-    python bench/promote_drafts.py results/h200-drafts-vs-library-level2-MMDD.jsonl --apply  # do it (git mv)
+    python bench/promote_drafts.py results/h200-drafts-vs-library-level2-MMDD-HHMM.jsonl          # what it would do
+    python bench/promote_drafts.py results/h200-drafts-vs-library-level2-MMDD-HHMM.jsonl --apply  # do it (git mv)
 """
 import argparse
 import os
