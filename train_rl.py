@@ -108,6 +108,10 @@ parser.add_argument("--judge", choices=("screen", "full"), default="full", help=
                     "(evaluate.SCREEN), would-be new bests judged again in full. Full is the default because it "
                     "was faster: at --iters 20 a full judgement costs about what a screened one does, so the "
                     "re-judgements made the screen slower (H100: 4.3 against 3.6 steps a minute, bench/rl_speed.py)")
+parser.add_argument("--prewarm", type=int, default=0, help="1: each judge worker calls the reference and the "
+                    "output check once before its turn on the GPU (evaluate's prewarm), so their first-use costs "
+                    "leave the turn; with --judge full (builds in waves) that happens while nothing is timed. "
+                    "Not yet measured in stage 3: bench/rl_speed.py")
 # ---- held-out evaluation: greedy answers to tasks no training input touches (cudal1.held_out_tasks)
 parser.add_argument("--held-out-tasks", type=int, default=-1, help="held-out generated tasks (+ on a GPU the 20 "
                     "held-out KernelBench level-2 tasks) answered greedily before the first step, every "
@@ -454,7 +458,8 @@ def judge(groups):
         if k and k not in measured:
             distinct.setdefault(k, (a["task"], a["source"]))
     pairs = list(distinct.values())
-    opts = dict(device=str(device) if ddp else device.type, jobs=args.judge_jobs or None, timeout=args.timeout)
+    opts = dict(device=str(device) if ddp else device.type, jobs=args.judge_jobs or None, timeout=args.timeout,
+                prewarm=bool(args.prewarm))
     screen = args.judge == "screen"  # --judge full: every record a full one, only implausible speedups judged again
     mode = {**evaluate.SCREEN, "iters": args.iters} if screen else {"trials": args.trials, "iters": args.iters}
     records = evaluate.judge_many(pairs, **opts, **mode) if pairs else []

@@ -120,14 +120,18 @@ print(','.join(s for _, s in best.values()))")
           done ;;
     judge-phases)  # issue 13: where a screened candidate's ~0.6 s on the GPU goes -> results/CARD-judge-phases-MMDD-HHMM.md (~1 min)
           timeout "${BUDGET:-180}" python3 bench/judge_phases.py --out "results/$CARD-judge-phases-$STAMP.md" 2>&1 | tail -16 ;;
-    rl-speed)  # issue 13: stage-3 steps per minute with the judge's screen and with the full judge, from out/sft,
-               # the same seed and settings, RL_SPEED_MINUTES each -> results/CARD-rl-speed-MMDD-HHMM.md
+    rl-speed)  # issue 13: stage-3 steps per minute under each of RL_SPEED_RUNS' judge settings (screen: --judge
+               # screen, full, prewarm: full with --prewarm 1), from out/sft, the same seed and settings,
+               # RL_SPEED_MINUTES each -> results/CARD-rl-speed-MMDD-HHMM.md
           uncarry
-          for j in screen full; do rm -rf out/rl-speed-$j build/kernels  # a cold build cache each: the same seed samples the same answers
+          runs=${RL_SPEED_RUNS:-full prewarm}
+          for j in $runs; do rm -rf out/rl-speed-$j build/kernels  # a cold build cache each: the same seed samples the same answers
+            case $j in screen) f="--judge screen" ;; full) f="--judge full" ;; prewarm) f="--judge full --prewarm 1" ;;
+                       *) echo "rl-speed: unknown run $j"; continue ;; esac
             python3 -c "import cudal1; cudal1.launcher()"  # but the launcher built (~11 s once per machine), as make train finds it
-            timeout "${RL_SPEED_SECONDS:-210}" python3 train_rl.py --init out/sft --out out/rl-speed-$j --judge $j --held-out-tasks 0 \
+            timeout "${RL_SPEED_SECONDS:-210}" python3 train_rl.py --init out/sft --out out/rl-speed-$j $f --held-out-tasks 0 \
               --time-limit "${RL_SPEED_MINUTES:-1.5}" 2>&1 | tail -3; done
-          python3 bench/rl_speed.py out/rl-speed-screen out/rl-speed-full --out "results/$CARD-rl-speed-$STAMP.md" 2>&1 | tail -6 ;;
+          python3 bench/rl_speed.py $(for j in $runs; do echo out/rl-speed-$j; done) --out "results/$CARD-rl-speed-$STAMP.md" 2>&1 | tail -6 ;;
     probe)  # does the policy read a prompt that shows a solution? bench/exemplar_probe.py on out/sft, with the first
             # contrastive arm's tasks and bank, all prompts in one batch on the GPU -> results/PROBE_NAME.md (exemplar-probe-h200)
           timeout "${BUDGET:-200}" python3 bench/exemplar_probe.py --init out/sft --run out/rl-contrastive-s1 --tasks 8 \

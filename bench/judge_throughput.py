@@ -31,7 +31,9 @@ Arms: the same candidates, in the same order; each arm is one judge_many call on
      CUDA context and all, to be gone) before handing the GPU to the next; d no longer waits
   w  d with one untimed reference call in each worker before it says 'ready' (evaluate's prewarm):
      its first-use costs (cuBLAS/cuDNN handles, lazily loaded kernels) beside another worker's turn,
-     not in its own; the A/A range says what that GPU work beside a timed worker costs in noise
+     not in its own; the A/A range says what that GPU work beside a timed worker costs in noise.
+     Since the H100 runs of 1205 the prewarm also runs the output check once (its float64 kernels
+     took ~0.35 s of a worker's first run in bench/judge_phases.py): compare w with d of the same run
 Candidates: for each of the 8 level-1 tasks RL trains on (train_rl.GPU_TASKS), --per-task copies of
 its kernel, each made new by one line `#define CANDIDATE_<arm>_<task>_<n>_<run> 1` at the top of its
 CUDA source (distinct per candidate, arm and run, so no build cache of any route can hit), plus
@@ -343,7 +345,7 @@ def report(data):
            "differ from b in route; a also in judge settings (today's defaults against RL's screening mode), c not; "
            "d is b with builds overlapped, e is d with 0.1 s of timing per pair instead of 0.3 s, j is d with each "
            "finished worker's process joined before the GPU goes to the next (as d was before the judge stopped waiting), "
-           "w is d with each worker's reference called once, untimed, before it says 'ready' (evaluate's prewarm), v is w with e's 0.1 s of timing and at least 5 timed rounds instead of 10."]
+           "w is d with each worker's reference called once, untimed, and the output check run once on its output, before it says 'ready' (evaluate's prewarm; the output check since the 1205 H100 runs), v is w with e's 0.1 s of timing and at least 5 timed rounds instead of 10."]
     failed = [(arm, s) for arm, r in sorted(arms.items()) for s in r["records"] if s["status"] != "ok"]
     if failed:
         md += ["", "Records that were not ok (the first 10):", ""]

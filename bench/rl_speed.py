@@ -1,7 +1,8 @@
 """Stage-3 steps per minute, one row per train_rl.py run: what the judge's screen saves a training step
-(issue 13). Runs made from the same checkpoint with the same settings but --judge screen / --judge full.
+(issue 13). Runs made from the same checkpoint with the same settings but the judge's: --judge screen / full,
+--prewarm 0 / 1.
 
-    python bench/rl_speed.py out/rl-speed-screen out/rl-speed-full --out results/h200-rl-speed.md
+    python bench/rl_speed.py out/rl-speed-full out/rl-speed-prewarm --out results/h200-rl-speed.md
 
 The same seed makes the runs' first steps sample the same tasks and, until their updates part, the
 same answers: so they are compared over the steps both reached, and each must start from a cold build
@@ -31,7 +32,8 @@ def row(path, log, reached):
     mean = lambda k: statistics.mean(s[k] for s in log)
     step_s = mean("sample_s") + mean("judge_s") + mean("train_s")
     answers = settings["tasks_per_step"] * settings["num_samples"]
-    return (f"| `{path}` | {settings.get('judge', 'screen')} | {len(log)} of {reached} | {60 / step_s:.1f} | {mean('sample_s'):.1f} | "
+    judge = settings.get("judge", "screen") + (" + prewarm" if settings.get("prewarm") else "")
+    return (f"| `{path}` | {judge} | {len(log)} of {reached} | {60 / step_s:.1f} | {mean('sample_s'):.1f} | "
             f"{mean('judge_s'):.1f} | {mean('judge_gpu_s'):.1f} | {statistics.mean(s.get('rejudge_gpu_s', 0) for s in log):.1f} | "
             f"{mean('judge_build_s'):.1f} | {mean('train_s'):.1f} | "
             f"{answers * 60 / step_s:.0f} | {statistics.mean(s['correct'] for s in log):.0%} |")
@@ -43,10 +45,10 @@ def main(argv=None):
     p.add_argument("--out", default="", help="Markdown file to write; empty: print it")
     a = p.parse_args(argv)
     env = evaluate.environment("cuda" if evaluate.gpu_info()[0] else "cpu")
-    md = ["# Stage-3 steps per minute: the judge's screen against the full judge", "",
+    md = ["# Stage-3 steps per minute under different judge settings", "",
           f"- command: `python bench/rl_speed.py {' '.join(a.runs)}`, commit {env['commit']}, {env['gpu']}, "
           f"driver {env['driver']}, torch {env['torch']} (CUDA {env['cuda']})",
-          "- each run from the same checkpoint, same seed and settings, only `--judge` differs; seconds are means "
+          "- each run from the same checkpoint, same seed and settings, only the judge's (`--judge`, `--prewarm`) differ; seconds are means "
           "per step as train_rl.py logs them (held-out evaluations not counted)", "",
           "| run | judge | steps compared, of the run's | steps per minute | sample s | judge s | GPU held s (summed over workers) | of it re-judging new "
           "bests in full | slowest build s | train s | answers judged per minute | correct |",

@@ -509,6 +509,20 @@ def test_prewarm_calls_the_reference_before_the_workers_turn(tasks, tmp_path, pr
     assert r["status"] == "ok", r
 
 
+@pytest.mark.parametrize("prewarm", [False, True])
+def test_prewarm_also_runs_the_output_check(tmp_path, monkeypatch, prewarm):
+    """prewarm then compares the reference's output with itself once, so the check's own kernels are
+    loaded before the worker's turn; without it, the worker's first check is in its turn."""
+    (tmp_path / "1_Task.py").write_text(TASK)
+    (tmp_path / "sol.py").write_text(sol("def forward(self, x):\n    return torch.relu(self.lin(x)) * 2.0\n"))
+    seen = []
+    compare = evaluate._compare
+    monkeypatch.setattr(evaluate, "_compare", lambda o, r, tol, **kw: seen.append(o is r) or compare(o, r, tol, **kw))
+    evaluate.Worker(str(tmp_path / "1_Task.py"), str(tmp_path / "sol.py"),
+                    {**evaluate.DEFAULTS, "device": "cpu", "prewarm": prewarm})
+    assert seen == ([True] if prewarm else [])
+
+
 def test_flags_constant_and_zero_reference(tmp_path):
     d = tmp_path / "level2"
     d.mkdir()

@@ -231,7 +231,7 @@ if {fake_judge!r}:  # a stand-in judge: 1.5x for anything that parsed, a second'
     import time, evaluate
     def fake_judge_many(pairs, **kw):
         with open({prompts!r} + ".judge", "a") as f:  # the settings of each call
-            f.write(repr({{k: kw.get(k) for k in ("screen", "overlap", "trials", "iters")}}) + "\\n")
+            f.write(repr({{k: kw.get(k) for k in ("screen", "overlap", "trials", "iters", "prewarm")}}) + "\\n")
         time.sleep(1)
         if {fake_judge!r} in ("drop", "hold"):  # GOOD 1.5x and GOOD2 1.4x in the screen; in full GOOD drops
             full = not kw.get("screen")       # to 1.2x (below GOOD2) or holds at 1.45x, GOOD2 reads 1.3x
@@ -303,20 +303,23 @@ def test_full_judge_mode_and_its_speed_report(tmp_path):
     # --judge full: every answer through the full judge in one call, nothing judged again (the 1.5x new best
     # would be, in the screen); bench/rl_speed.py puts both runs side by side
     runs = {}
-    for mode in ("screen", "full"):
+    for mode, flags in [("screen", ["--judge", "screen"]), ("full", ["--judge", "full"]),
+                        ("prewarm", ["--judge", "full", "--prewarm", "1"])]:
         run, out, prompts = rl_runner(tmp_path / mode, fake_judge=True)
-        run(1, "--judge", mode, "--trials", "3")
+        run(1, *flags, "--trials", "3")
         runs[mode] = (out, [eval(line) for line in open(prompts + ".judge")])
-    screen, full = runs["screen"][1], runs["full"][1]
+    screen, full, prewarm = runs["screen"][1], runs["full"][1], runs["prewarm"][1]
     # the screen's own trials (evaluate.SCREEN's 2), --trials for the full judgements: the re-judged new best's and every one in full
-    assert screen == [{"screen": True, "overlap": True, "trials": 2, "iters": 5}, {"screen": None, "overlap": None, "trials": 3, "iters": 5}]
-    assert full == [{"screen": None, "overlap": None, "trials": 3, "iters": 5}]
+    assert screen == [{"screen": True, "overlap": True, "trials": 2, "iters": 5, "prewarm": False},
+                      {"screen": None, "overlap": None, "trials": 3, "iters": 5, "prewarm": False}]
+    assert full == [{"screen": None, "overlap": None, "trials": 3, "iters": 5, "prewarm": False}]
+    assert prewarm == [{"screen": None, "overlap": None, "trials": 3, "iters": 5, "prewarm": True}]
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     import rl_speed
     report = tmp_path / "speed.md"
-    assert rl_speed.main([str(runs["screen"][0]), str(runs["full"][0]), "--out", str(report)]) == 0
+    assert rl_speed.main([str(runs[m][0]) for m in runs] + ["--out", str(report)]) == 0
     rows = [line for line in report.read_text().splitlines() if line.startswith("| `")]
-    assert [r.split(" | ")[1] for r in rows] == ["screen", "full"] and all(" | 1 of 1 | " in r for r in rows)
+    assert [r.split(" | ")[1] for r in rows] == ["screen", "full", "full + prewarm"] and all(" | 1 of 1 | " in r for r in rows)
 
 
 @pytest.mark.parametrize("full_reading", ["drop", "hold"])
