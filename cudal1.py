@@ -1375,8 +1375,9 @@ def implausible(record, max_speedup):
 
 
 def to_rejudge(records, tasks, best, max_speedup, done=()):
-    """Which screen records stage 3 judges again in full (indices, none in `done`): every implausible
-    one, and of each task's correct records above best[task] (its bank's best), only the fastest.
+    """Which records stage 3 judges again in full (indices, none in `done`): every implausible one, and
+    of each task's correct records above best[task] (its bank's best), only the fastest (--judge full
+    passes an infinite best: only the implausible).
     Call again with the full readings folded into records and best: a slower screen reading that
     now beats its task's best gets its turn, so nothing counts as a new best unchecked, and a step
     whose answers all beat a weak best (the reference at 1.00x, early in a run) pays for one full

@@ -522,8 +522,10 @@ class Worker:
         if opts["prewarm"]:  # one untimed reference call now, beside another worker's turn on the GPU: this
             # process's first-use costs (library handles, lazily loaded kernels) leave its own turn. Never
             # the truth, which must see exactly the solution's calls. Then the output check once, on that
-            # output against itself: its float64 kernels load on first use too, ~0.35 s of a worker's first
-            # run on the H100 (results/h100-judge-phases.md), inside the turn of every judged candidate
+            # output against itself: its float64 kernels load on first use too (~0.35 s of the first run in
+            # a process on the H100, one sample: task 19 in results/h100-judge-phases.md), otherwise inside
+            # the turn of every judged candidate. With overlap both run beside another worker's timed turn:
+            # bench/judge_throughput.py's A/A range of arm w against d says what that costs in noise
             out, _ = self.call(self.ref, self.inputs(), 0)
             for o in _tensors(out):
                 _compare(o, o, self.tol)

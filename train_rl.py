@@ -19,9 +19,9 @@ loop with plain prompts: the paper's ablation.
 
 Everything goes to --out (out/rl): the checkpoint (as train_sft.py writes it), bank.jsonl (every
 judged answer with its record), log.jsonl (one line per step), rejudged.jsonl (answers judged
-again in full: implausible speedups, and with --judge screen would-be new bests), fresh/levelG (the tasks of --rl-tasks
-fresh), and candidates/levelN/NAME.py + .json:
-each task's best correct solution so far, with the analysis as its docstring and the judge's
+again in full: implausible speedups, and with --judge screen would-be new bests), fresh/levelG
+(the tasks of --rl-tasks fresh), and candidates/levelN/NAME.py + .json: each task's best correct
+solution so far, with the analysis as its docstring and the judge's
 record beside it, for a person to review before anything goes into kernels/. Kill it any time:
 the same command resumes from the last checkpoint.
 """
@@ -105,13 +105,15 @@ parser.add_argument("--iters", type=int, default=20, help="timed calls per answe
 parser.add_argument("--timeout", type=int, default=120, help="seconds per answer for build, and for run")
 parser.add_argument("--judge", choices=("screen", "full"), default="full", help="full: every answer through "
                     "the full judge (--trials, --iters); screen: every answer in the judge's screening mode "
-                    "(evaluate.SCREEN), would-be new bests judged again in full. Full is the default because it "
-                    "was faster: at --iters 20 a full judgement costs about what a screened one does, so the "
-                    "re-judgements made the screen slower (H100: 4.3 against 3.6 steps a minute, bench/rl_speed.py)")
-parser.add_argument("--prewarm", type=int, default=0, help="1: each judge worker calls the reference and the "
-                    "output check once before its turn on the GPU (evaluate's prewarm), so their first-use costs "
-                    "leave the turn; with --judge full (builds in waves) that happens while nothing is timed. "
-                    "Not yet measured in stage 3: bench/rl_speed.py")
+                    "(evaluate.SCREEN), would-be new bests judged again in full. Full is the default: at --iters "
+                    "20 a full judgement costs about what a screened one does, so the re-judgements made the "
+                    "screen slower (one H100 run each: judge 12.8 against 11.2 s a step, "
+                    "results/h100-rl-speed-rejudge-fastest.md). Screen is kept for a cheaper screen to be measured "
+                    "against (bench/rl_speed.py)")
+parser.add_argument("--prewarm", type=int, default=0, help="1: each worker judging a training answer calls the "
+                    "reference and the output check once before its turn on the GPU (evaluate's prewarm), so "
+                    "their first-use costs leave the turn; with --judge full (builds in waves) that happens while "
+                    "nothing is timed. 0: off. Not yet measured in stage 3: bench/rl_speed.py")
 # ---- held-out evaluation: greedy answers to tasks no training input touches (cudal1.held_out_tasks)
 parser.add_argument("--held-out-tasks", type=int, default=-1, help="held-out generated tasks (+ on a GPU the 20 "
                     "held-out KernelBench level-2 tasks) answered greedily before the first step, every "
@@ -334,7 +336,8 @@ if args.held_out_tasks > 0:
 
 def held_out_eval():
     """{group: cudal1.split_score} of one greedy answer per held-out task to its plain prompt, judged
-    in the screen as every answer here (a prompt that leaves no room for an answer: a failure).
+    in the screen (evaluate.SCREEN), whatever --judge says (a prompt that leaves no room for an answer:
+    a failure).
     With --second-try, also '{group} second try': each task answered again, greedily, to the
     contrastive prompt a stage-3 bank would hold for it after that answer (the reference at 1.00x,
     and the first answer with its measured speedup if it passed), scored by the better of the two
@@ -431,11 +434,12 @@ def make_prompt(task, rng):
 
 
 def judge(groups):
-    """Parse every answer and judge each distinct (task, code) once, in one call, in the judge's
-    screening mode (evaluate.SCREEN: every rule, fewer trials, a short timing); code the bank has
-    measured keeps that verdict. An answer that would beat the bank's best for its task, or reads
-    above --max-speedup, is judged again in full (as --judge full judges every answer), the
-    fastest of a task first (cudal1.to_rejudge): that record is the one that counts.
+    """Parse every answer and judge each distinct (task, code) once, in one call: in full (--trials,
+    --iters) by default, or with --judge screen in the judge's screening mode (evaluate.SCREEN: every
+    rule, fewer trials, a short timing), where an answer that would beat the bank's best for its task
+    is judged again in full, the fastest of a task first (cudal1.to_rejudge), and that record is the
+    one that counts. In either mode an answer above --max-speedup is judged twice. Code the bank has
+    measured keeps that verdict.
     Returns the answers (dicts with task, text, source, record) and the re-judgements."""
     answers = []
     for g in groups:
@@ -621,7 +625,7 @@ def log_step(step, answers, rejudged, n_shown, loss, times):
                 # of judge_s: the GPU held by workers (their turns, summed; answers with the same code share one
                 # record, counted once) and the slowest build (evaluate's Slot)
                 judge_gpu_s=round(sum(r.get("gpu_s") or 0 for r in {id(r): r for r in recs}.values())
-                                  + sum(s.get("first_gpu_s") or 0 for s in rejudged), 1),  # + the screen turns they replaced
+                                  + sum(s.get("first_gpu_s") or 0 for s in rejudged), 1),  # + the first readings they replaced
                 judge_build_s=round(max((r.get("build_s") or 0 for r in recs), default=0), 1),
                 rejudge_gpu_s=round(sum(s["gpu_s"] or 0 for s in rejudged), 1),  # of judge_gpu_s: the full re-judgements
                 elapsed_s=round(time.time() - t_start, 1))

@@ -122,16 +122,20 @@ print(','.join(s for _, s in best.values()))")
           timeout "${BUDGET:-180}" python3 bench/judge_phases.py --out "results/$CARD-judge-phases-$STAMP.md" 2>&1 | tail -16 ;;
     rl-speed)  # issue 13: stage-3 steps per minute under each of RL_SPEED_RUNS' judge settings (screen: --judge
                # screen, full, prewarm: full with --prewarm 1), from out/sft, the same seed and settings,
-               # RL_SPEED_MINUTES each -> results/CARD-rl-speed-MMDD-HHMM.md
+               # RL_SPEED_MINUTES each (~2 runs fit a call at the defaults) -> results/CARD-rl-speed-MMDD-HHMM.md
           uncarry
-          runs=${RL_SPEED_RUNS:-full prewarm}
-          for j in $runs; do rm -rf out/rl-speed-$j build/kernels  # a cold build cache each: the same seed samples the same answers
-            case $j in screen) f="--judge screen" ;; full) f="--judge full" ;; prewarm) f="--judge full --prewarm 1" ;;
-                       *) echo "rl-speed: unknown run $j"; continue ;; esac
+          dirs=
+          for run in ${RL_SPEED_RUNS:-full prewarm}; do
+            case $run in screen) flags="--judge screen" ;; full) flags="--judge full" ;; prewarm) flags="--judge full --prewarm 1" ;;
+                         *) echo "rl-speed: unknown run $run (screen, full, prewarm)"; continue ;; esac
+            [ $((${CALL_SECONDS:-570} - SECONDS)) -lt "${RL_SPEED_SECONDS:-210}" ] && { echo "no time left for $run"; break; }
+            rm -rf out/rl-speed-$run build/kernels  # a cold build cache each: the same seed samples the same answers,
             python3 -c "import cudal1; cudal1.launcher()"  # but the launcher built (~11 s once per machine), as make train finds it
-            timeout "${RL_SPEED_SECONDS:-210}" python3 train_rl.py --init out/sft --out out/rl-speed-$j $f --held-out-tasks 0 \
-              --time-limit "${RL_SPEED_MINUTES:-1.5}" 2>&1 | tail -3; done
-          python3 bench/rl_speed.py $(for j in $runs; do echo out/rl-speed-$j; done) --out "results/$CARD-rl-speed-$STAMP.md" 2>&1 | tail -6 ;;
+            timeout "${RL_SPEED_SECONDS:-210}" python3 train_rl.py --init out/sft --out out/rl-speed-$run $flags \
+              --held-out-tasks 0 --time-limit "${RL_SPEED_MINUTES:-1.5}" 2>&1 | tail -3
+            dirs="$dirs out/rl-speed-$run"; pack
+          done
+          python3 bench/rl_speed.py $dirs --out "results/$CARD-rl-speed-$STAMP.md" 2>&1 | tail -6 ;;
     probe)  # does the policy read a prompt that shows a solution? bench/exemplar_probe.py on out/sft, with the first
             # contrastive arm's tasks and bank, all prompts in one batch on the GPU -> results/PROBE_NAME.md (exemplar-probe-h200)
           timeout "${BUDGET:-200}" python3 bench/exemplar_probe.py --init out/sft --run out/rl-contrastive-s1 --tasks 8 \

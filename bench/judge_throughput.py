@@ -100,8 +100,8 @@ def route(arm):
     """How an arm's CUDA candidates are built, read from its row of ARMS: load_kernel, load_cuda or
     load_inline (an arm added with a new route name fails here, not silently on another route)."""
     name = ARMS[arm][0]
-    for r, says in [("load_kernel", "load_kernel"), ("load_cuda", "load_cuda"), ("load_inline", "load_inline")]:
-        if says in name:
+    for r in ("load_kernel", "load_cuda", "load_inline"):
+        if r in name:
             return r
     raise ValueError(f"arm {arm}: its route {name!r} names none of load_kernel, load_cuda, load_inline")
 
@@ -261,7 +261,7 @@ def watch(path, arrivals, stop):
 
 def judge_arm(arm, cands, out, command, samples):
     """Judge one arm's candidates in one judge_many call; returns its row for the report."""
-    route, settings = ARMS[arm]
+    label, settings = ARMS[arm]
     arrivals, done = {}, threading.Event()
     watcher = threading.Thread(target=watch, args=(out + ".jsonl", arrivals, done), daemon=True)
     watcher.start()
@@ -282,7 +282,7 @@ def judge_arm(arm, cands, out, command, samples):
             for c, r in zip(cands, recs)]
     busy = [u for t, u in samples if t0 <= t <= t1] if samples is not None else []
     opts = {**evaluate.DEFAULTS, **settings}
-    return dict(arm=arm, route=route, judge=f"{'screen' if opts['screen'] else 'default'}: {opts['trials']} trials, "
+    return dict(arm=arm, route=label, judge=f"{'screen' if opts['screen'] else 'default'}: {opts['trials']} trials, "
                 f"{opts['time_budget']:g} s timing{', overlapped' if opts['overlap'] else ''}", candidates=len(cands),
                 wall_s=round(t1 - t0, 1),
                 per_gpu_min=len(cands) / ((t1 - t0) / 60), to_record_s=statistics.median(s["to_record_s"] for s in slim),
@@ -345,7 +345,9 @@ def report(data):
            "differ from b in route; a also in judge settings (today's defaults against RL's screening mode), c not; "
            "d is b with builds overlapped, e is d with 0.1 s of timing per pair instead of 0.3 s, j is d with each "
            "finished worker's process joined before the GPU goes to the next (as d was before the judge stopped waiting), "
-           "w is d with each worker's reference called once, untimed, and the output check run once on its output, before it says 'ready' (evaluate's prewarm; the output check since the 1205 H100 runs), v is w with e's 0.1 s of timing and at least 5 timed rounds instead of 10."]
+           "w is d with each worker's reference called once, untimed, and the output check run once on its output, "
+           "before it says 'ready' (evaluate's prewarm; the output check since the 1205 H100 runs), v is w with e's "
+           "0.1 s of timing and at least 5 timed rounds instead of 10."]
     failed = [(arm, s) for arm, r in sorted(arms.items()) for s in r["records"] if s["status"] != "ok"]
     if failed:
         md += ["", "Records that were not ok (the first 10):", ""]

@@ -1,8 +1,8 @@
-"""Stage-3 steps per minute, one row per train_rl.py run: what the judge's screen saves a training step
+"""Stage-3 steps per minute, one row per train_rl.py run: how the judge's settings change a training step
 (issue 13). Runs made from the same checkpoint with the same settings but the judge's: --judge screen / full,
 --prewarm 0 / 1.
 
-    python bench/rl_speed.py out/rl-speed-full out/rl-speed-prewarm --out results/h200-rl-speed.md
+    python bench/rl_speed.py out/rl-speed-full out/rl-speed-prewarm --out results/h200-rl-speed-MMDD-HHMM.md
 
 The same seed makes the runs' first steps sample the same tasks and, until their updates part, the
 same answers: so they are compared over the steps both reached, and each must start from a cold build
@@ -48,10 +48,11 @@ def main(argv=None):
     md = ["# Stage-3 steps per minute under different judge settings", "",
           f"- command: `python bench/rl_speed.py {' '.join(a.runs)}`, commit {env['commit']}, {env['gpu']}, "
           f"driver {env['driver']}, torch {env['torch']} (CUDA {env['cuda']})",
-          "- each run from the same checkpoint, same seed and settings, only the judge's (`--judge`, `--prewarm`) differ; seconds are means "
-          "per step as train_rl.py logs them (held-out evaluations not counted)", "",
-          "| run | judge | steps compared, of the run's | steps per minute | sample s | judge s | GPU held s (summed over workers) | of it re-judging new "
-          "bests in full | slowest build s | train s | answers judged per minute | correct |",
+          "- each run from the same checkpoint, same seed and settings, only the judge's (`--judge`, `--prewarm`) "
+          "differ; seconds are means per step as train_rl.py logs them (held-out evaluations not counted)", "",
+          "| run | judge | steps compared, of the run's | steps per minute | sample s | judge s | "
+          "GPU held s (summed over workers) | of it judging again in full (screen: new bests; any: implausible) | "
+          "slowest build s | train s | answers judged per minute | correct |",
           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     logs = [steps(r) for r in a.runs]
     k = min(len(log) for log in logs)  # the same seed: the runs' first steps sample the same tasks

@@ -319,7 +319,8 @@ def test_full_judge_mode_and_its_speed_report(tmp_path):
     report = tmp_path / "speed.md"
     assert rl_speed.main([str(runs[m][0]) for m in runs] + ["--out", str(report)]) == 0
     rows = [line for line in report.read_text().splitlines() if line.startswith("| `")]
-    assert [r.split(" | ")[1] for r in rows] == ["screen", "full", "full + prewarm"] and all(" | 1 of 1 | " in r for r in rows)
+    assert [r.split(" | ")[1] for r in rows] == ["screen", "full", "full + prewarm"]
+    assert all(" | 1 of 1 | " in r for r in rows)
 
 
 @pytest.mark.parametrize("full_reading", ["drop", "hold"])

@@ -70,6 +70,12 @@ def test_each_arm_takes_its_route(sets):
             compile(s, c["task"], "exec")
 
 
+def test_an_arm_whose_row_names_no_route_fails(monkeypatch):
+    monkeypatch.setitem(jt.ARMS, "z", ("pybind11 and nothing else", {}))
+    with pytest.raises(ValueError, match="names none of"):
+        jt.route("z")
+
+
 def test_inline_wrapper_passes_each_parameter_as_declared():
     assert jt.pointer_type("const float4* __restrict__ x") == "const float4*"
     assert jt.pointer_type("float *__restrict y") == "float *"
