@@ -632,7 +632,10 @@ class Worker:
             ok, mx, ratio = _compare(o, r, self.tol)
             self.errors.append((mx, ratio))
             if not ok:
-                if any(_compare(o, old, self.tol)[0] for old in self.old_refs if old.shape == o.shape):
+                # an earlier call's result only where it differs from this one's: a task whose output barely
+                # depends on its inputs (a sum of a softmax) made a wrong answer read as a cache (H100, stage 3)
+                if any(_compare(o, old, self.tol)[0] and not _compare(r, old, self.tol)[0]
+                       for old in self.old_refs if old.shape == o.shape):
                     raise Cheat("cached", "returned an earlier call's result for new inputs")
                 if _compare(s, r, self.tol)[0]:
                     raise Cheat("output_changed", "output changed after the call returned (freed or reused memory)")

@@ -523,6 +523,20 @@ def test_prewarm_also_runs_the_output_check(tmp_path, monkeypatch, prewarm):
     assert seen == ([True] if prewarm else [])
 
 
+@pytest.mark.parametrize("old, out, verdict", [(2.0, 2.0, "cached"), (1.0 + 1.5e-4, 1.0 + 3e-4, "incorrect")])
+def test_an_earlier_result_is_a_cache_only_where_it_differs_from_this_one(tmp_path, old, out, verdict):
+    """A wrong output that matches an earlier reference output is a cached result (a cheat) only when
+    that earlier output is itself wrong for these inputs; where the task's output barely moves with its
+    inputs (here within the 2e-4 the strict check allows around 1.0), it is just incorrect."""
+    (tmp_path / "1_Task.py").write_text(TASK)
+    (tmp_path / "sol.py").write_text(sol("def forward(self, x):\n    return torch.relu(self.lin(x)) * 2.0\n"))
+    w = evaluate.Worker(str(tmp_path / "1_Task.py"), str(tmp_path / "sol.py"), {**evaluate.DEFAULTS, "device": "cpu"})
+    w.old_refs.append(torch.full((4,), old))
+    o = torch.full((4,), out)
+    with pytest.raises(evaluate.Cheat if verdict == "cached" else evaluate.Incorrect):
+        w.check_output(o, [], [], torch.ones(4), [o.clone()], [])
+
+
 def test_flags_constant_and_zero_reference(tmp_path):
     d = tmp_path / "level2"
     d.mkdir()
