@@ -1271,7 +1271,6 @@ def format_answer(solution_source):
 
 
 @functools.lru_cache(maxsize=1 << 14)  # the bank asks for the same sources every step
-@functools.lru_cache(maxsize=8192)  # a step asks again about the bank's every entry: parse each once
 def same_code(source):
     """What two programs have in common when they are the same code: the source with comments,
     docstrings and layout gone (an ast round trip), so an answer that differs from a known one only

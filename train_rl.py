@@ -467,9 +467,9 @@ def judge(groups):
     screen = args.judge == "screen"  # --judge full: every record a full one, only implausible speedups judged again
     mode = {**evaluate.SCREEN, "iters": args.iters} if screen else {"trials": args.trials, "iters": args.iters}
     records = evaluate.judge_many(pairs, **opts, **mode) if pairs else []
-    best = {t: (bank.best(key[t]) or {}).get("record", {}).get("speedup") or 0.0 for t, _ in pairs}
-    if not screen:  # every reading is a full one already: only implausible ones are judged again
-        best = dict.fromkeys(best, float("inf"))
+    # --judge full: every reading is a full one already, so no best is beaten: only implausible ones are judged again
+    best = {t: ((bank.best(key[t]) or {}).get("record", {}).get("speedup") or 0.0) if screen else float("inf")
+            for t, _ in pairs}
     rejudged, done = [], set()
     while again := cudal1.to_rejudge(records, [t for t, _ in pairs], best, args.max_speedup, done):
         full = evaluate.judge_many([pairs[i] for i in again], **opts, trials=args.trials, iters=args.iters)
