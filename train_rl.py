@@ -110,10 +110,11 @@ parser.add_argument("--judge", choices=("screen", "full"), default="full", help=
                     "screen slower (one H100 run each: judge 12.8 against 11.2 s a step, "
                     "results/h100-rl-speed-rejudge-fastest.md). Screen is kept for a cheaper screen to be measured "
                     "against (bench/rl_speed.py)")
-parser.add_argument("--prewarm", type=int, default=0, help="1: each worker judging a training answer calls the "
-                    "reference and the output check once before its turn on the GPU (evaluate's prewarm), so "
-                    "their first-use costs leave the turn; with --judge full (builds in waves) that happens while "
-                    "nothing is timed. 0: off. Not yet measured in stage 3: bench/rl_speed.py")
+parser.add_argument("--prewarm", type=int, default=1, help="1: each worker judging an answer (training or "
+                    "held-out) calls the reference and the output check once before its turn on the GPU "
+                    "(evaluate's prewarm), so their first-use costs leave the turn; with --judge full (builds in "
+                    "waves) that happens while nothing is timed. 0: off. On by default: 5.7 against 3.8 steps "
+                    "per minute with it off (one H100 run each, results/h100-rl-speed-1205-1736.md)")
 # ---- held-out evaluation: greedy answers to tasks no training input touches (cudal1.held_out_tasks)
 parser.add_argument("--held-out-tasks", type=int, default=-1, help="held-out generated tasks (+ on a GPU the 20 "
                     "held-out KernelBench level-2 tasks) answered greedily before the first step, every "
@@ -346,7 +347,8 @@ def held_out_eval():
     better of the first answer and one sampled to the same plain prompt: what a second answer earns
     without seeing the first. Nothing of it enters the bank or the loss."""
     mine = [t for ts in held_groups.values() for t in ts][rank::world]
-    opts = dict(device=str(device) if ddp else device.type, jobs=args.judge_jobs or None, timeout=args.timeout)
+    opts = dict(device=str(device) if ddp else device.type, jobs=args.judge_jobs or None, timeout=args.timeout,
+                prewarm=bool(args.prewarm))
 
     def answer(prompts, known=None, temperature=0.0):
         """{task: (source or None, record)} of an answer to each prompt (greedy at temperature 0); an

@@ -303,8 +303,8 @@ def test_full_judge_mode_and_its_speed_report(tmp_path):
     # --judge full: every answer through the full judge in one call, nothing judged again (the 1.5x new best
     # would be, in the screen); bench/rl_speed.py puts both runs side by side
     runs = {}
-    for mode, flags in [("screen", ["--judge", "screen"]), ("full", ["--judge", "full"]),
-                        ("prewarm", ["--judge", "full", "--prewarm", "1"])]:
+    for mode, flags in [("screen", ["--judge", "screen", "--prewarm", "0"]), ("full", ["--judge", "full", "--prewarm", "0"]),
+                        ("prewarm", [])]:  # the default: full, with prewarm
         run, out, prompts = rl_runner(tmp_path / mode, fake_judge=True)
         run(1, *flags, "--trials", "3")
         runs[mode] = (out, [eval(line) for line in open(prompts + ".judge")])
