@@ -335,10 +335,27 @@ if args.held_out_tasks > 0:
         dist.barrier()
 
 
+def start_answers():
+    """{held-out task: (source, record)} of the first answers in the run's step-0 held-out line
+    (held_out_answers.jsonl: measured here, or given with that line by make rl-ablation), keyed by
+    level folder and file name, as each run writes the generated tasks under its own --out."""
+    path = os.path.join(args.out, "held_out_answers.jsonl")
+    rows = [json.loads(line) for line in open(path)] if os.path.exists(path) else []
+    return {held_key(a["task"]): (a["source"], evaluate.record(a["status"], a.get("message") or "", a.get("speedup")))
+            for a in rows if a["step"] == 0 and a["attempt"] == 1}
+
+
+def held_key(task):
+    return "/".join(task.split(os.sep)[-2:])
+
+
 def held_out_eval():
-    """{group: cudal1.split_score} of one greedy answer per held-out task to its plain prompt, judged
-    in the screen (evaluate.SCREEN), whatever --judge says (a prompt that leaves no room for an answer:
-    a failure).
+    """({group: cudal1.split_score}, the answers, how many first answers are the start's code) of one
+    greedy answer per held-out task to its plain prompt, judged in the screen (evaluate.SCREEN),
+    whatever --judge says (a prompt that leaves no room for an answer: a failure). A first answer that
+    is the step-0 answer's code again keeps that reading: the line moves only where the policy's
+    answers did. (Same code read again on the H100 moved by 0.71-1.30x a task, 0.98-0.99x in the
+    geomean of ~30 tasks: on 4 runs' 52 tasks 29-31 answers were unchanged after 14-23 steps.)
     With --second-try, also '{group} second try': each task answered again, greedily, to the
     contrastive prompt a stage-3 bank would hold for it after that answer (the reference at 1.00x,
     and the first answer with its measured speedup if it passed), scored by the better of the two
@@ -353,6 +370,7 @@ def held_out_eval():
     def answer(prompts, known=None, temperature=0.0):
         """{task: (source or None, record)} of an answer to each prompt (greedy at temperature 0); an
         answer that is known[task]'s code again keeps its record: not timed twice (the better of two readings)."""
+        known = known or {}
         fits = [t for t in prompts if len(prompts[t]) + (args.max_new_tokens or 1) <= cfg.block_size]
         g = torch.Generator(device).manual_seed(args.seed)
         rows = cudal1.generate(cudal1.sampling_model(model, dtype), [prompts[t] for t in fits], 1,
@@ -360,7 +378,7 @@ def held_out_eval():
                                args.top_p if temperature else 1.0, g, tok.end_id, bool(args.cuda_graphs)) if fits else []
         parsed = {t: cudal1.parse_answer(tok.decode(r[0])) for t, r in zip(fits, rows)}
         sources = {t: src for t, (src, _) in parsed.items()}
-        again = {t for t, src in sources.items() if src is not None and known and known[t][0] is not None
+        again = {t for t, src in sources.items() if src is not None and t in known and known[t][0] is not None
                  and cudal1.same_code(src) == cudal1.same_code(known[t][0])}
         pairs = [(t, src) for t, src in sources.items() if src is not None and t not in again]
         records = dict(zip([t for t, _ in pairs], evaluate.judge_many(pairs, **opts, **evaluate.SCREEN) if pairs else []))
@@ -370,7 +388,8 @@ def held_out_eval():
         return {t: known[t] if t in again else (sources.get(t), records.get(t)) for t in prompts}
 
     plain = {t: tok.encode_prompt(cudal1.plain_prompt(read(t), target)) for t in mine}
-    first = answer(plain)
+    start = start_answers()
+    first = answer(plain, known={t: start[held_key(t)] for t in mine if held_key(t) in start})
     second, resampled = {}, {}
     if args.second_try:
         shown = {t: sorted([(read(t), cudal1.REFERENCE["speedup"])] + ([(src, rec["speedup"])] if rec and rec.get("correct")
@@ -390,7 +409,8 @@ def held_out_eval():
         for attempt, (src, rec) in ((i, a) for i, a in enumerate(tries, 1) if a):
             answers.append(dict(task=t, attempt=attempt, source=src,
                                 **{k: rec.get(k) for k in ("status", "speedup", "err_vs_tol", "message")}))
-    return cudal1.held_out_scores(results, held_groups), answers
+    unchanged = sum(a == start.get(held_key(t)) for t, a, *_ in results)  # kept: the start's answer itself
+    return cudal1.held_out_scores(results, held_groups), answers, unchanged
 
 
 def log_held_out(step):
@@ -401,14 +421,16 @@ def log_held_out(step):
         say(f"held-out at step {step}: measured already ({held_path})")
         return 0.0
     t0 = time.time()
-    stats, answers = held_out_eval()
+    stats, answers, unchanged = held_out_eval()
     if master:
         with open(held_path, "a") as f:
-            f.write(json.dumps(dict(step=step, stats=stats, seconds=round(time.time() - t0, 1))) + "\n")
+            f.write(json.dumps(dict(step=step, stats=stats, seconds=round(time.time() - t0, 1),
+                                    **({"unchanged": unchanged} if step else {}))) + "\n")
         with open(os.path.join(args.out, "held_out_answers.jsonl"), "a") as f:  # each answer, to read why it failed
             f.writelines(json.dumps(dict(step=step, **a)) + "\n" for a in answers)
     say(f"held-out at step {step}: " + " | ".join(f"{g} {s['tasks']} tasks: correct {s['correct']:.0%}, geomean "
                                                   f"{s['geomean']:.2f}x" for g, s in stats.items())
+        + (f" | {unchanged} first answers the start's code again, its reading kept" if step else "")
         + f" ({time.time() - t0:.0f}s)")
     return time.time() - t0
 

@@ -503,6 +503,20 @@ def test_held_out_line_of_the_start_is_measured_once_and_reused(tmp_path):
     assert [l["step"] for l in lines] == [0, 1] and lines[0] == start[0]  # step 1: the policy after its update
     p = run(1, "--held-out-tasks", "1", "--out", str(arm))  # finished: resumes at step 1, measures nothing again
     assert [json.loads(line)["step"] for line in open(arm / "held_out.jsonl")] == [0, 1], p.stdout
+    # given step 0's answers too (as make rl-ablation gives them), a first answer that is the start's code
+    # again keeps the start's reading (1.7x here, where the stand-in judge reads 1.5x); other code is judged
+    for name, edit in (("same", lambda a: {**a, "speedup": 1.7}),
+                       ("other", lambda a: {**a, "speedup": 1.7, "source": a["source"] + "\nx = 1\n"})):
+        arm = tmp_path / name
+        arm.mkdir()
+        shutil.copy(out / "held_out.jsonl", arm / "held_out.jsonl")
+        (arm / "held_out_answers.jsonl").write_text("".join(json.dumps(edit(a) if a["attempt"] == 1 else a) + "\n"
+                                                            for a in answers))
+        p = run(1, "--held-out-tasks", "1", "--max-new-tokens", "32", "--out", str(arm))
+        last = [json.loads(line) for line in open(arm / "held_out.jsonl")][-1]
+        kept = name == "same"
+        assert (last["step"], last["unchanged"], last["stats"]["generated"]["geomean"]) == (1, int(kept), 1.7 if kept else 1.5)
+        assert ("1 first answers the start's code again" if kept else "0 first answers") in p.stdout, p.stdout
 
 
 def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
