@@ -158,3 +158,28 @@ def test_judge_phases_split_a_run_on_the_cpu(tmp_path):
     assert judge_phases.main([os.path.join(ROOT, "kernelbench/level1/19_ReLU.py"), str(sol), "--device", "cpu",
                               "--repeats", "1", "--out", str(out)]) == 0
     assert "| · · · · _compare |" in out.read_text()
+
+
+def test_held_out_ceiling_judges_every_move_and_the_policy_in_one_call(tmp_path):
+    # bench/held_out_ceiling.py on 2 CPU-sized held-out tasks: each teacher move judged, the best per task
+    # and its geomean; the policy's answer (here the first task's first move, and a broken one for the second)
+    # judged in the same call and shown with its move's mark
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import json
+    import held_out_ceiling
+    from kernelbench import teacher
+    work = tmp_path / "work"
+    t1, t2 = cudal1.held_out_tasks(str(work), 2, "cpu")["generated"]
+    move, sol = [(m, s) for m, s in teacher.solutions(cudal1.read(t1), json.load(open(t1[:-3] + ".json")))
+                 if "load_cuda(" not in s][0]  # one the CPU runs
+    answers = tmp_path / "held_out_answers.jsonl"
+    answers.write_text("".join(json.dumps(dict(step=0, task=f"out/x/held_out/levelG/{os.path.basename(t)}", attempt=1,
+                                               source=src)) + "\n" for t, src in ((t1, sol), (t2, "class ModelNew: pass\n"))))
+    out = tmp_path / "ceiling.md"
+    assert held_out_ceiling.main(["--tasks", "2", "--device", "cpu", "--work", str(work), "--answers", str(answers),
+                                  "--out", str(out)]) == 0
+    rows = {line.split(" | ")[0][2:]: line.split(" | ") for line in out.read_text().splitlines() if line.startswith("| ") and ".py" in line}
+    assert set(rows) == {os.path.basename(t1), os.path.basename(t2)}
+    assert move in rows[os.path.basename(t1)][1] and rows[os.path.basename(t2)][3] == "failed |"
+    assert rows[os.path.basename(t1)][3].endswith("x |")  # the policy's answer passed, with its speedup
+    assert "**Best move per task: geomean " in out.read_text() and "the policy's answers" in out.read_text()
