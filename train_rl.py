@@ -335,6 +335,11 @@ if args.held_out_tasks > 0:
         dist.barrier()
 
 
+def held_key(task):
+    """levelG/NAME.py or level2/NAME.py: a held-out task by its folder and name, whichever --out wrote it."""
+    return "/".join(task.split(os.sep)[-2:])
+
+
 def start_answers():
     """{held-out task: (source, record)} of the first answers in the run's step-0 held-out line
     (held_out_answers.jsonl: measured here, or given with that line by make rl-ablation), keyed by
@@ -343,10 +348,6 @@ def start_answers():
     rows = [json.loads(line) for line in open(path)] if os.path.exists(path) else []
     return {held_key(a["task"]): (a["source"], evaluate.record(a["status"], a.get("message") or "", a.get("speedup")))
             for a in rows if a["step"] == 0 and a["attempt"] == 1}
-
-
-def held_key(task):
-    return "/".join(task.split(os.sep)[-2:])
 
 
 def held_out_eval():
