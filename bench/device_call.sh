@@ -29,7 +29,8 @@ for step in "$@"; do
   case $step in
     info) nvidia-smi --query-gpu=name,driver_version,compute_cap,clocks.sm,clocks.mem --format=csv
           python3 -c "import torch, pybind11, safetensors, tqdm, numpy; print('torch', torch.__version__, 'cuda', torch.version.cuda)" ;;
-    test-gpu) timeout "${TEST_BUDGET:-180}" python3 -m pytest -q -m gpu -s tests/test_judge.py tests/test_policy.py 2>&1 | tail -25 ;;
+    test-gpu) timeout "${TEST_BUDGET:-240}" python3 -m pytest -q -m gpu -s tests/test_judge.py tests/test_policy.py \
+                tests/test_fastpath.py tests/test_fastpath_library.py 2>&1 | tail -25 ;;  # the cubin-launched kernels too
     drafts)  # drafts/LEVEL: solutions written without a GPU, judged here first (passing ones move to kernels/LEVEL)
           timeout "${BUDGET:-480}" python3 evaluate.py --tasks "kernelbench/${LEVEL:-level3}" --solutions "drafts/${LEVEL:-level3}" \
             --gpu $CARD --time-budget "${TIME_BUDGET:-0.5}" --out "results/$CARD-drafts-${LEVEL:-level3}-$STAMP" 2>&1 | tail -3 ;;
