@@ -38,6 +38,7 @@ def load(path):
     return dict(path=path, arm=arm, name=f"{arm} seed {settings['seed']}", log=jsonl(os.path.join(path, "log.jsonl")),
                 held=jsonl(os.path.join(path, "held_out.jsonl")), settings=settings,
                 answers=jsonl(os.path.join(path, "held_out_answers.jsonl")),
+                sampled=jsonl(os.path.join(path, "answers.jsonl")),  # every training answer with its reward
                 bank=cudal1.Bank(os.path.join(path, "bank.jsonl"), write=False))
 
 
@@ -123,6 +124,21 @@ def composed(log, n):
     return sum(l.get("composed", 0) * g for l, g in zip(log, good)) / max(1, sum(good))
 
 
+def by_visit(sampled, steps):
+    """(answers, correct share, mean reward) of a run's training answers at each task's first step, then
+    at its later ones (of the compared steps): a contrastive prompt shows the run's own earlier answers
+    only from a task's second step on; a plain prompt never does, so plain is the control."""
+    first = {}
+    for a in sampled:  # answers.jsonl is in step order
+        first.setdefault(a["task"], a["step"])
+    out = []
+    for later in (False, True):
+        xs = [a for a in sampled if a["step"] < steps and (a["step"] > first[a["task"]]) == later]
+        out.append(f"{len(xs)} | {sum(a['status'] == 'ok' for a in xs) / max(1, len(xs)):.0%} | "
+                   + (f"{statistics.mean(a['reward'] for a in xs):+.2f}" if xs else "-"))
+    return " | ".join(out)
+
+
 def keep_or_switch(entries):
     """Of the parsed answers to a task the run already had a correct answer for (at an earlier step),
     the shares whose moves (cudal1.moves_shown) are all among those earlier answers' ("same move") and
@@ -170,8 +186,16 @@ for r in runs:
 md += ["", "Reward: clip(log2 speedup, -1, 3) for a correct answer, -2 for any failure (cudal1.reward).", "",
        "```text", chart({arm: [statistics.mean(r["log"][i]["reward_mean"] for r in runs if r["arm"] == arm)
                                for i in range(steps)] for arm in dict.fromkeys(r["arm"] for r in runs)}, args.height),
-       "```", "",
-       "Constant outputs: parsed answers of the second half whose code writes its output with torch.full "
+       "```", ""]
+if all(r["sampled"] for r in runs):
+    md += ["By visit (answers.jsonl): a task's answers at its first step in the run, when a contrastive prompt "
+           "shows only what the bank started with (the reference), against those at its later steps, when it "
+           "also shows the run's own earlier correct answers where it has any; plain prompts show neither, so plain "
+           "is the control.",
+           "", "| run | first step: answers | correct | reward | later steps: answers | correct | reward |",
+           "|---|---|---|---|---|---|---|"]
+    md += [f"| {r['name']} | {by_visit(r['sampled'], steps)} |" for r in runs] + [""]
+md += ["Constant outputs: parsed answers of the second half whose code writes its output with torch.full "
        "(the constant_output move's mark), and how many of them the judge passed: the move applies to few "
        "tasks, so a high share with none correct is a policy claiming it where it does not hold.", "",
        "After a correct answer: parsed answers to a task the run had already answered correctly at an earlier "

@@ -542,6 +542,9 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
             + "\n" for s, _, rec in answers))
         (d / "bank.jsonl").write_text("".join(json.dumps(dict(step=s, task="levelG/1_X.py", source=src, record=rec))
                                               + "\n" for s, src, rec in answers))
+        (d / "answers.jsonl").write_text("".join(json.dumps(dict(step=s, task="levelG/1_X.py", status=rec["status"],
+                                                                 reward=0.58 if rec["correct"] else -2.0)) + "\n"
+                                                 for s, _, rec in answers))
         stats = {g: dict(tasks=2, answers=2, correct=0.5, solved=1, geomean=1.1) for g in ("generated", "generated second try")}
         (d / "held_out.jsonl").write_text("".join(json.dumps(dict(step=s, stats=stats)) + "\n" for s in (0, 3)))
         if not plain:  # step 0: task A's second answer new code, faster; B's the first again. Step 3: A's new, failing
@@ -566,6 +569,11 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
     col = row["| run"].index("after a correct answer: same move / another (correct)")
     assert row["| contrastive seed 1"][col] == "33% (100%) / 67% (0%)"
     assert row["| plain seed 1"][col] == "67% (50%) / 33% (100%)"
+    # by visit: the task's first step, then its later ones (contrastive: steps 1-3 bad, bad, ok; plain: ok, ok, bad)
+    visits = {line.split(" | ")[0]: line for line in p.stdout.splitlines()
+              if line.startswith("| ") and " | 1 | 100% | +0.58 | " in line}
+    assert visits["| contrastive seed 1"].endswith(" | 3 | 33% | -1.14 |")
+    assert visits["| plain seed 1"].endswith(" | 3 | 67% | -0.28 |")
     col = row["| run"].index("groups with a signal (codes each) |")
     assert (row["| contrastive seed 1"][col], row["| plain seed 1"][col]) == ("50% (1.5) |", "- |")
     # second answers: at step 0 A's second try new and faster, B's unparsed; A's resampled answer its first
