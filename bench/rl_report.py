@@ -109,7 +109,8 @@ md = [f"# Contrastive vs plain RL ({env.get('gpu', '?')})", "",
       + "; ".join(f"`{r['path']}` ({r['name']}, {len(r['log'])} steps, "
                   f"{r['log'][-1]['elapsed_s'] / 60 if r['log'] else 0:.1f} min)" for r in runs),
       f"- init `{s0['init']}`; {s0['tasks_per_step']} tasks/step, G={s0['num_samples']}, lr {s0['lr']:g}, "
-      f"temperature {s0['temperature']}, adv clip {s0['adv_clip']}, judge trials {s0['trials']} iters {s0['iters']}",
+      f"temperature {s0['temperature']}, adv clip {s0['adv_clip']}, judge trials {s0['trials']} iters {s0['iters']}"
+      + (f", fresh tasks covering each move {s0['rl_cover']} time(s) (--rl-cover)" if s0.get("rl_cover") else ""),
       f"- commit {env.get('commit', '?')}, GPU {env.get('gpu', '?')}, driver {env.get('driver', '?')}, "
       f"torch {env.get('torch', '?')}, tolerance {tolerance}",
       f"- compared over the first {steps} steps (the fewer any run reached)", "",

@@ -1,6 +1,7 @@
 """The held-out split (cudal1.held_out): what it holds, and that no training input touches it --
 not kernels/ solutions as SFT pairs or exemplars, not stage-2 or RL task lists, not bank seeds,
 not generated training tasks."""
+import glob
 import json
 import os
 import random
@@ -224,6 +225,16 @@ def test_rl_from_a_curriculum_checkpoint_takes_fresh_tasks_it_never_trained_on(t
     seen = {cudal1.same_code(source) for _, source, _ in trained}
     assert not [f for f in files if cudal1.same_code(cudal1.read(f)) in seen]
     assert all([e["record"]["status"] for e in bank.entries[t]] == ["reference"] for t in bank.entries), bank.entries
+    # --rl-cover 1: tasks chosen so the rarest moves of 25 x 3 fresh seeds are each admitted by one (the first
+    # three seeds admit neither a constant output nor fold_reduction); still fresh, none held out
+    cover = [*cmd, "--rl-cover", "1"]
+    cover[cover.index("--out") + 1] = str(tmp_path / "rl-cover")
+    p = subprocess.run(cover, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    metas = [json.load(open(f)) for f in glob.glob(str(tmp_path / "rl-cover" / "fresh" / "levelG" / "*.json"))]
+    moves = {m for meta in metas for m in meta["moves"]}
+    assert len(metas) == 3 and {"constant_output", "fold_reduction"} <= moves and not any(m["held_out"] for m in metas)
+    assert not {"constant_output", "fold_reduction"} & {m for f in files for m in json.load(open(f[:-3] + ".json"))["moves"]}
     # stage 1 drew seeds up to FRESH_SEED: refused, by name
     name, source, meta = gen.generate(10 ** 6, "cpu")
     teacher.write(str(sft / "generated"), name, source, meta, [])
