@@ -8,8 +8,10 @@ with a policy's greedy answers to the same tasks in that call, so the two are re
 
 Why: issue 15 asks for the held-out geomean 15% above the stage-2 policy's (1.24x at the carried
 checkpoint, so ~1.43x). On the training split's tasks the best single teacher move per task read
-1.34-1.39x on the H200 (130-414 tasks, results/teacher-h200*.jsonl), so a policy that always picked
-the best move would still fall short; this measures that ceiling on the held-out tasks themselves.
+1.34-1.39x on the H200 (130-414 tasks, results/teacher-h200*.jsonl), but the held-out tasks are not
+like them: 7 of the 32 admit a constant output (4% of training tasks do; 3.36x where the teacher's was
+judged), 5 of which the carried policy answered with the fused epilogue. This measures the ceiling on
+the held-out tasks themselves, and how far the policy's answers are from it, task by task.
 
 The teacher's solutions to held-out tasks are an oracle for this report only: they are judged from
 memory, never written where a training run reads (train_sft.py reads kernels/ and its own
