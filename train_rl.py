@@ -28,6 +28,7 @@ the same command resumes from the last checkpoint.
 
 import argparse
 import glob
+import hashlib
 import json
 import os
 import random
@@ -301,8 +302,10 @@ if not tasks:
     raise SystemExit("no RL tasks: set --rl-tasks")
 bank = cudal1.Bank(os.path.join(args.out, "bank.jsonl"), write=master)
 log_path, held_path = os.path.join(args.out, "log.jsonl"), os.path.join(args.out, "held_out.jsonl")
-for path, keep in ((log_path, step), (held_path, step + 1)):  # a held-out line at `step` measured this checkpoint
-    if master and os.path.exists(path):  # steps past the checkpoint will run again: forget their lines
+answers_path, held_answers_path = (os.path.join(args.out, n) for n in ("answers.jsonl", "held_out_answers.jsonl"))
+# steps past the checkpoint will run again: their lines are forgotten (a held-out line at `step` measured this checkpoint)
+for path, keep in ((log_path, step), (answers_path, step), (held_path, step + 1), (held_answers_path, step + 1)):
+    if master and os.path.exists(path):
         lines = [line for line in open(path) if line.endswith("\n") and json.loads(line)["step"] < keep]
         with open(path, "w") as f:
             f.writelines(lines)
@@ -362,23 +365,36 @@ def held_key(task):
     return "/".join(task.split(os.sep)[-2:])
 
 
+def task_sha(task):
+    """A held-out task's code, hashed: a reading is kept only for the task it was taken on."""
+    return hashlib.sha256(cudal1.same_code(read(task)).encode()).hexdigest()[:12]
+
+
 def start_answers():
     """{held-out task: (source, record)} of the first answers in the run's step-0 held-out line
     (held_out_answers.jsonl: measured here, or given with that line by make rl-ablation), keyed by
-    level folder and file name, as each run writes the generated tasks under its own --out."""
-    path = os.path.join(args.out, "held_out_answers.jsonl")
-    rows = [json.loads(line) for line in open(path)] if os.path.exists(path) else []
-    return {held_key(a["task"]): (a["source"], evaluate.record(a["status"], a.get("message") or "", a.get("speedup")))
-            for a in rows if a["step"] == 0 and a["attempt"] == 1}
+    level folder and file name (each run writes the generated tasks under its own --out). Empty unless
+    that line was measured on this run's device (a carried line from another GPU reads that GPU's
+    speeds); an answer counts only for the task code it was judged on."""
+    lines = [json.loads(line) for line in open(held_path)] if os.path.exists(held_path) else []
+    if not any(l["step"] == 0 and l.get("device") == target for l in lines):
+        return {}
+    rows = [json.loads(line) for line in open(held_answers_path)] if os.path.exists(held_answers_path) else []
+    out = {}
+    for a in rows:
+        if a["step"] == 0 and a["attempt"] == 1 and a.get("task_sha") == task_sha(a["task"]):
+            rec = evaluate.record(a["status"], a.get("message") or "", a.get("speedup"))
+            out[held_key(a["task"])] = (a["source"], {**rec, "err_vs_tol": a.get("err_vs_tol")})
+    return out
 
 
-def held_out_eval():
-    """({group: cudal1.split_score}, the answers, how many first answers are the start's code) of one
-    greedy answer per held-out task to its plain prompt, judged in the screen (evaluate.SCREEN),
-    whatever --judge says (a prompt that leaves no room for an answer: a failure). A first answer that
-    is the step-0 answer's code again keeps that reading: the line moves only where the policy's
-    answers did. (Same code read again on the H100 moved by 0.71-1.30x a task, 0.98-0.99x in the
-    geomean of ~30 tasks: on 4 runs' 52 tasks 29-31 answers were unchanged after 14-23 steps.)
+def held_out_eval(step):
+    """({group: cudal1.split_score}, the answers, how many first answers kept the start's reading, or
+    None when none could) of one greedy answer per held-out task to its plain prompt, judged in the
+    screen (evaluate.SCREEN), whatever --judge says (a prompt that leaves no room for an answer: a
+    failure). After step 0, a first answer that is the step-0 answer's code again keeps that reading
+    (start_answers: same device, same task), so the line moves where the policy's answers did, not
+    with a second reading's noise.
     With --second-try, also '{group} second try': each task answered again, greedily, to the
     contrastive prompt a stage-3 bank would hold for it after that answer (the reference at 1.00x,
     and the first answer with its measured speedup if it passed), scored by the better of the two
@@ -411,8 +427,10 @@ def held_out_eval():
         return {t: known[t] if t in again else (sources.get(t), records.get(t)) for t in prompts}
 
     plain = {t: tok.encode_prompt(cudal1.plain_prompt(read(t), target)) for t in mine}
-    start = start_answers()
-    first = answer(plain, known={t: start[held_key(t)] for t in mine if held_key(t) in start})
+    start = start_answers() if step else {}
+    known = {t: start[held_key(t)] for t in mine if held_key(t) in start}
+    first = answer(plain, known=known)
+    unchanged = sum(first[t] is known[t] for t in known)  # answer() hands back the known pair itself
     second, resampled = {}, {}
     if args.second_try:
         shown = {t: sorted([(read(t), cudal1.REFERENCE["speedup"])] + ([(src, rec["speedup"])] if rec and rec.get("correct")
@@ -427,13 +445,15 @@ def held_out_eval():
         parts = [None] * world
         dist.all_gather_object(parts, results)
         results = [x for p in parts for x in p]
+        counts = [None] * world
+        dist.all_gather_object(counts, unchanged)
+        unchanged = sum(counts)
     answers = []  # every answer with its verdict, for held_out_answers.jsonl
     for t, *tries in results:  # attempt 1: the first answer, 2: the second try, 3: the resampled one
         for attempt, (src, rec) in ((i, a) for i, a in enumerate(tries, 1) if a):
-            answers.append(dict(task=t, attempt=attempt, source=src,
+            answers.append(dict(task=t, attempt=attempt, source=src, task_sha=task_sha(t),
                                 **{k: rec.get(k) for k in ("status", "speedup", "err_vs_tol", "message")}))
-    unchanged = sum(a == start.get(held_key(t)) for t, a, *_ in results)  # kept: the start's answer itself
-    return cudal1.held_out_scores(results, held_groups), answers, unchanged
+    return cudal1.held_out_scores(results, held_groups), answers, unchanged if start else None
 
 
 def log_held_out(step):
@@ -444,16 +464,16 @@ def log_held_out(step):
         say(f"held-out at step {step}: measured already ({held_path})")
         return 0.0
     t0 = time.time()
-    stats, answers, unchanged = held_out_eval()
+    stats, answers, unchanged = held_out_eval(step)
     if master:
         with open(held_path, "a") as f:
-            f.write(json.dumps(dict(step=step, stats=stats, seconds=round(time.time() - t0, 1),
-                                    **({"unchanged": unchanged} if step else {}))) + "\n")
-        with open(os.path.join(args.out, "held_out_answers.jsonl"), "a") as f:  # each answer, to read why it failed
+            f.write(json.dumps(dict(step=step, stats=stats, seconds=round(time.time() - t0, 1), device=target,
+                                    **({} if unchanged is None else {"unchanged": unchanged}))) + "\n")
+        with open(held_answers_path, "a") as f:  # each answer, to read why it failed
             f.writelines(json.dumps(dict(step=step, **a)) + "\n" for a in answers)
     say(f"held-out at step {step}: " + " | ".join(f"{g} {s['tasks']} tasks: correct {s['correct']:.0%}, geomean "
                                                   f"{s['geomean']:.2f}x" for g, s in stats.items())
-        + (f" | {unchanged} first answers the start's code again, its reading kept" if step else "")
+        + ("" if unchanged is None else f" | {unchanged} first answers the start's code again, its reading kept")
         + f" ({time.time() - t0:.0f}s)")
     return time.time() - t0
 
@@ -687,7 +707,7 @@ def log_step(step, answers, rejudged, n_shown, loss, times):
     if master:
         with open(log_path, "a") as f:
             f.write(json.dumps(line) + "\n")
-        with open(os.path.join(args.out, "answers.jsonl"), "a") as f:  # every answer, for reading what the policy writes
+        with open(answers_path, "a") as f:  # every answer, for reading what the policy writes
             f.writelines(json.dumps(dict(step=step, task=key[a["task"]], reward=a["reward"], status=a["record"]["status"],
                                          message=a["record"].get("message"), stopped=a["stopped"], text=a["text"])) + "\n"
                          for a in answers)

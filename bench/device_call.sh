@@ -21,7 +21,11 @@ pack() { tar czf "$OUT/results${TAG:-}.tgz" --exclude='*.safetensors' --exclude=
 uncarry() {
   if ! test -f out/sft/.complete && test -d carried/sft; then
     rm -rf out/sft out/rl-start; python3 bench/carry_checkpoint.py unpack carried/sft out/sft && touch out/sft/.complete
-    if test -f carried/rl-start/held_out.jsonl; then mkdir -p out/rl-start; cp carried/rl-start/held_out*.jsonl out/rl-start/; fi
+    # the start's held-out line only where it was measured on this kind of GPU: a line from another reads its speeds
+    if test -f carried/rl-start/held_out.jsonl && python3 -c "import json, sys, cudal1
+sys.exit(json.loads(open('carried/rl-start/held_out.jsonl').readline()).get('device') != cudal1.device_name('cuda'))"; then
+      mkdir -p out/rl-start; cp carried/rl-start/held_out*.jsonl out/rl-start/
+    else echo "carried/rl-start: measured on another GPU (or none named): the start is measured again here"; fi
   fi
 }
 for step in "$@"; do
@@ -122,13 +126,13 @@ print(','.join(s for _, s in best.values()))")
     judge-phases)  # issue 13: where a screened candidate's ~0.6 s on the GPU goes -> results/CARD-judge-phases-MMDD-HHMM.md (~1 min)
           timeout "${BUDGET:-180}" python3 bench/judge_phases.py --out "results/$CARD-judge-phases-$STAMP.md" 2>&1 | tail -16 ;;
     rl-speed)  # issue 13: stage-3 steps per minute under each of RL_SPEED_RUNS' judge settings (screen: --judge
-               # screen, full: --judge full --prewarm 0, prewarm: full with --prewarm 1, train_rl's default),
+               # screen --prewarm 0, full: --judge full --prewarm 0, prewarm: full with --prewarm 1, train_rl's default),
                # from out/sft, the same seed and settings,
                # RL_SPEED_MINUTES each (~2 runs fit a call at the defaults) -> results/CARD-rl-speed-MMDD-HHMM.md
           uncarry
           dirs=
           for run in ${RL_SPEED_RUNS:-full prewarm}; do
-            case $run in screen) flags="--judge screen" ;; full) flags="--judge full --prewarm 0" ;; prewarm) flags="--judge full --prewarm 1" ;;
+            case $run in screen) flags="--judge screen --prewarm 0" ;; full) flags="--judge full --prewarm 0" ;; prewarm) flags="--judge full --prewarm 1" ;;
                          *) echo "rl-speed: unknown run $run (screen, full, prewarm)"; continue ;; esac
             [ $((${CALL_SECONDS:-570} - SECONDS)) -lt "${RL_SPEED_SECONDS:-210}" ] && { echo "no time left for $run"; break; }
             rm -rf out/rl-speed-$run build/kernels  # a cold build cache each: the same seed samples the same answers,

@@ -247,22 +247,22 @@ if held:  # the split no training input touches, measured before the first updat
     moved = [r for r in held if {0, r["held"][-1]["step"]} <= {a["step"] for a in r["answers"]} and r["held"][-1]["step"]]
     if moved:  # what the updates changed: each task's first (greedy) answer at the last measurement against step 0's
         md += ["", "First answers against the start's (held_out_answers.jsonl): of the tasks, how many greedy answers "
-               "at the last measurement are new code, how many of those pass, and how many beat or lose to the "
-               "start's answer (its reading against theirs; a fail counts below any pass). An unchanged answer keeps "
-               "the start's reading in runs since that was kept (train_rl.held_out_eval); before, it was read again, "
-               "and that alone moved a task's speedup by 0.71-1.30x on the H100.", "",
+               "at the last measurement are new code (cudal1.same_code), how many of those pass, and how many beat "
+               "or lose to the start's answer (its reading against theirs; a fail counts below any pass). Since "
+               "train_rl keeps the start's reading for an unchanged answer measured on the same GPU, the held-out "
+               "line moves only with these; a start measured on another GPU is read against this one's.", "",
                "| run | step | new code | of it correct | better than the start's | worse |", "|---|---|---|---|---|---|"]
         for r in moved:
-            last = r["held"][-1]["step"]
-            by = {}
+            last, by = r["held"][-1]["step"], {}
             for a in r["answers"]:
-                if a["attempt"] == 1 and a["step"] in (0, last):
-                    by.setdefault(a["task"].split("/held_out/")[-1], {})[a["step"]] = a
+                if a["attempt"] == 1 and a["step"] in (0, last):  # keyed as train_rl.held_key: folder and name
+                    by.setdefault("/".join(a["task"].split("/")[-2:]), {})[a["step"]] = a
             pairs = [(t[0], t[last]) for t in by.values() if 0 in t and last in t]
-            new = [(a, b) for a, b in pairs if b["source"] is not None and b["source"] != a["source"]]
+            code = lambda x: x["source"] and cudal1.same_code(x["source"])
+            new = [(a, b) for a, b in pairs if b["source"] is not None and code(b) != code(a)]
             score = lambda x: x["speedup"] if x["status"] == "ok" and x["speedup"] else 0.0
-            md.append(f"| {r['name']} | {last} | {len(new)} of {len(pairs)} | {sum(b['status'] == 'ok' for _, b in new)} | "
-                      f"{sum(score(b) > score(a) for a, b in new)} | {sum(score(b) < score(a) for a, b in new)} |")
+            md.append(f"| {r['name']} | {last} | {len(new)} of {len(pairs)} | {sum(b['status'] == 'ok' for _, b in new)} "
+                      f"| {sum(score(b) > score(a) for a, b in new)} | {sum(score(b) < score(a) for a, b in new)} |")
     for arm in dict.fromkeys(r["arm"] for r in held):
         for g in [g for g in groups if g in (groups[0], f"{groups[0]} second try", f"{groups[0]} resampled")]:
             mine = [r["held"][-1]["stats"][g]["geomean"] for r in held if r["arm"] == arm]

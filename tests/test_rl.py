@@ -504,19 +504,26 @@ def test_held_out_line_of_the_start_is_measured_once_and_reused(tmp_path):
     p = run(1, "--held-out-tasks", "1", "--out", str(arm))  # finished: resumes at step 1, measures nothing again
     assert [json.loads(line)["step"] for line in open(arm / "held_out.jsonl")] == [0, 1], p.stdout
     # given step 0's answers too (as make rl-ablation gives them), a first answer that is the start's code
-    # again keeps the start's reading (1.7x here, where the stand-in judge reads 1.5x); other code is judged
-    for name, edit in (("same", lambda a: {**a, "speedup": 1.7}),
-                       ("other", lambda a: {**a, "speedup": 1.7, "source": a["source"] + "\nx = 1\n"})):
+    # again keeps the start's reading (1.7x here, where the stand-in judge reads 1.5x); other code is judged,
+    # and so is everything when the start was read on another device or its task's code has changed
+    other_device = lambda line: {**line, "device": "another GPU"}
+    for name, edit, line in (("same", lambda a: {**a, "speedup": 1.7}, None),
+                             ("other", lambda a: {**a, "speedup": 1.7, "source": a["source"] + "\nx = 1\n"}, None),
+                             ("device", lambda a: {**a, "speedup": 1.7}, other_device),
+                             ("task", lambda a: {**a, "speedup": 1.7, "task_sha": "0" * 12}, None)):
         arm = tmp_path / name
         arm.mkdir()
-        shutil.copy(out / "held_out.jsonl", arm / "held_out.jsonl")
+        (arm / "held_out.jsonl").write_text(json.dumps((line or (lambda l: l))(start[0])) + "\n")
         (arm / "held_out_answers.jsonl").write_text("".join(json.dumps(edit(a) if a["attempt"] == 1 else a) + "\n"
                                                             for a in answers))
         p = run(1, "--held-out-tasks", "1", "--max-new-tokens", "32", "--out", str(arm))
         last = [json.loads(line) for line in open(arm / "held_out.jsonl")][-1]
         kept = name == "same"
-        assert (last["step"], last["unchanged"], last["stats"]["generated"]["geomean"]) == (1, int(kept), 1.7 if kept else 1.5)
-        assert ("1 first answers the start's code again" if kept else "0 first answers") in p.stdout, p.stdout
+        assert (last["step"], last["stats"]["generated"]["geomean"]) == (1, 1.7 if kept else 1.5), name
+        # unchanged: counted where a reading could be kept (None: nothing of the start is usable here)
+        assert last.get("unchanged") == {"same": 1, "other": 0}.get(name), (name, last)
+        said = {"same": "| 1 first answers the start's code again", "other": "| 0 first answers"}.get(name)
+        assert (said in p.stdout) if said else ("start's code again" not in p.stdout), p.stdout
 
 
 def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
@@ -547,12 +554,14 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
                                                  for s, _, rec in answers))
         stats = {g: dict(tasks=2, answers=2, correct=0.5, solved=1, geomean=1.1) for g in ("generated", "generated second try")}
         (d / "held_out.jsonl").write_text("".join(json.dumps(dict(step=s, stats=stats)) + "\n" for s in (0, 3)))
-        if not plain:  # step 0: task A's second answer new code, faster; B's the first again. Step 3: A's new, failing
+        if not plain:  # step 0: task A's second answer new code, faster; B's the first again. Step 3: A's second
+            # try new, failing; the first answers: A's the start's code with a blank line more (not new), B's new, passing
             (d / "held_out_answers.jsonl").write_text("".join(json.dumps(dict(
                 step=s, task=t, attempt=n, source=src, status=st, speedup=sp)) + "\n" for s, t, n, src, st, sp in (
                 (0, "A", 1, fused, "ok", 1.2), (0, "A", 2, const, "ok", 1.5), (0, "B", 1, None, "parse_error", None),
                 (0, "B", 2, None, "parse_error", None), (0, "A", 3, fused, "ok", 1.2), (0, "B", 3, const, "ok", 1.1),
-                (3, "A", 1, fused, "ok", 1.2), (3, "A", 2, const, "incorrect", None))))
+                (3, "A", 1, fused + "\n", "ok", 1.2), (3, "A", 2, const, "incorrect", None),
+                (3, "B", 1, const, "ok", 1.3))))
         runs.append(str(d))
     p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "rl_report.py"), *runs], cwd=ROOT,
                        capture_output=True, text=True, timeout=60)
@@ -582,3 +591,5 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
               and line.split(" | ")[2] in ("second try", "resampled")]
     assert second == ["| contrastive seed 1 | 0 | second try | 1 of 2 | 1 | 1 |", "| contrastive seed 1 | 0 | resampled | 1 of 2 | 1 | 1 |",
                       "| contrastive seed 1 | 3 | second try | 1 of 1 | 0 | 0 |"], p.stdout
+    # first answers against the start's: at step 3 one of two is new code (B's), it passes and beats a failed start
+    assert "| contrastive seed 1 | 3 | 1 of 2 | 1 | 1 | 0 |" in p.stdout, p.stdout
