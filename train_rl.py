@@ -241,8 +241,8 @@ def move_cover(pool, n, k):
     counts = Counter(m for _, _, meta in pool for m in meta["moves"])
     for move in sorted(counts, key=lambda m: (counts[m], m)) if k else []:
         need = k - sum(move in meta["moves"] for _, _, meta in picked)
-        for task in [t for t in pool if move in t[2]["moves"] and t not in picked][:max(0, min(need, n - len(picked)))]:
-            picked.append(task)
+        admit = [t for t in pool if move in t[2]["moves"] and t not in picked]
+        picked += admit[:max(0, min(need, n - len(picked)))]
     picked += [t for t in pool if t not in picked][:n - len(picked)]
     return sorted(picked, key=lambda t: t[2]["seed"])
 
