@@ -237,9 +237,9 @@ def move_cover(pool, n, k):
     rest in seed order. k = 0: the first n. The first 16 fresh GPU tasks offer the fused epilogue alone on
     10 and a constant output on none, while 7 of the 32 held-out tasks admit one (~3.4x where the teacher's
     was judged, against 1.33x for the fused epilogue), so RL on them could not learn when it beats fusing."""
-    picked = pool[:n] if not k else []
+    picked = []
     counts = Counter(m for _, _, meta in pool for m in meta["moves"])
-    for move in sorted(counts, key=lambda m: (counts[m], m)) if k else []:
+    for move in sorted(counts, key=lambda m: (counts[m], m)):  # k = 0: none needed, the fill below takes them
         need = k - sum(move in meta["moves"] for _, _, meta in picked)
         admit = [t for t in pool if move in t[2]["moves"] and t not in picked]
         picked += admit[:max(0, min(need, n - len(picked)))]
@@ -380,11 +380,13 @@ def start_answers():
     if not any(l["step"] == 0 and l.get("device") == target for l in lines):
         return {}
     rows = [json.loads(line) for line in open(held_answers_path)] if os.path.exists(held_answers_path) else []
+    here = {held_key(t): t for ts in held_groups.values() for t in ts}  # the answer's task as this run wrote it
     out = {}
     for a in rows:
-        if a["step"] == 0 and a["attempt"] == 1 and a.get("task_sha") == task_sha(a["task"]):
+        k = held_key(a["task"])
+        if a["step"] == 0 and a["attempt"] == 1 and k in here and a.get("task_sha") == task_sha(here[k]):
             rec = evaluate.record(a["status"], a.get("message") or "", a.get("speedup"))
-            out[held_key(a["task"])] = (a["source"], {**rec, "err_vs_tol": a.get("err_vs_tol")})
+            out[k] = (a["source"], {**rec, "err_vs_tol": a.get("err_vs_tol")})
     return out
 
 
@@ -450,8 +452,9 @@ def held_out_eval(step):
         unchanged = sum(counts)
     answers = []  # every answer with its verdict, for held_out_answers.jsonl
     for t, *tries in results:  # attempt 1: the first answer, 2: the second try, 3: the resampled one
+        sha = task_sha(t)
         for attempt, (src, rec) in ((i, a) for i, a in enumerate(tries, 1) if a):
-            answers.append(dict(task=t, attempt=attempt, source=src, task_sha=task_sha(t),
+            answers.append(dict(task=t, attempt=attempt, source=src, task_sha=sha,
                                 **{k: rec.get(k) for k in ("status", "speedup", "err_vs_tol", "message")}))
     return cudal1.held_out_scores(results, held_groups), answers, unchanged if start else None
 

@@ -33,10 +33,15 @@ def geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
+def key(task):
+    """levelG/NAME.py: a held-out task by folder and name, whichever run wrote it (as train_rl.held_key)."""
+    return "/".join(task.split(os.sep)[-2:])
+
+
 def policy_answers(path, step):
     """{levelG/NAME.py: source or None} of the first (greedy) answers at `step` in held_out_answers.jsonl."""
     rows = [json.loads(line) for line in open(path)]
-    return {"/".join(a["task"].split("/")[-2:]): a["source"] for a in rows if a["step"] == step and a["attempt"] == 1}
+    return {key(a["task"]): a["source"] for a in rows if a["step"] == step and a["attempt"] == 1}
 
 
 def main(argv=None):
@@ -59,8 +64,8 @@ def main(argv=None):
             if gpu or "load_cuda(" not in src:  # the fused epilogue needs a GPU
                 pairs.append((t, src))
                 who.append((t, move))
-        if answers.get("/".join(t.split(os.sep)[-2:])):
-            pairs.append((t, answers["/".join(t.split(os.sep)[-2:])]))
+        if answers.get(key(t)):
+            pairs.append((t, answers[key(t)]))
             who.append((t, "policy"))
     records = evaluate.judge_many(pairs, device=device, prewarm=True, **evaluate.SCREEN)
     speed = {}  # task -> {move: speedup or None (failed)}
@@ -87,7 +92,7 @@ def main(argv=None):
         cells = ", ".join(f"{m} {s:.2f}x" if s else f"{m} -" for m, s in moves.items())
         top = max(moves, key=lambda m: moves[m] or 0.0) if any(moves.values()) else None
         got = speed.get(t, {}).get("policy")
-        said = cudal1.moves_shown(answers.get("/".join(t.split(os.sep)[-2:])) or "")
+        said = cudal1.moves_shown(answers.get(key(t)) or "")
         md.append(f"| {os.path.basename(t)} | {cells or 'none'} | {f'{top} {best[t]:.2f}x' if top else '-'} | "
                   + (f"{'+'.join(sorted(said)) or 'no mark'} {got:.2f}x" if got else "failed" if "policy" in speed.get(t, {})
                      else "-") + " |")

@@ -507,7 +507,8 @@ def test_held_out_line_of_the_start_is_measured_once_and_reused(tmp_path):
     # again keeps the start's reading (1.7x here, where the stand-in judge reads 1.5x); other code is judged,
     # and so is everything when the start was read on another device or its task's code has changed
     other_device = lambda line: {**line, "device": "another GPU"}
-    for name, edit, line in (("same", lambda a: {**a, "speedup": 1.7}, None),
+    moved = lambda a: {**a, "task": "gone/held_out/levelG/" + os.path.basename(a["task"])}  # judged in another run's folder
+    for name, edit, line in (("same", lambda a: {**moved(a), "speedup": 1.7}, None),
                              ("other", lambda a: {**a, "speedup": 1.7, "source": a["source"] + "\nx = 1\n"}, None),
                              ("device", lambda a: {**a, "speedup": 1.7}, other_device),
                              ("task", lambda a: {**a, "speedup": 1.7, "task_sha": "0" * 12}, None)):
