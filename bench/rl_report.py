@@ -35,7 +35,7 @@ def jsonl(path):
 def load(path):
     settings = json.load(open(os.path.join(path, "settings.json")))
     arm = "plain" if settings["plain"] else "contrastive"
-    return dict(path=path, arm=arm, name=f"{arm} seed {settings['seed']}", log=jsonl(os.path.join(path, "log.jsonl")),
+    return dict(path=path, arm=arm, log=jsonl(os.path.join(path, "log.jsonl")),
                 held=jsonl(os.path.join(path, "held_out.jsonl")), settings=settings,
                 answers=jsonl(os.path.join(path, "held_out_answers.jsonl")),
                 sampled=jsonl(os.path.join(path, "answers.jsonl")),  # every training answer with its reward
@@ -78,24 +78,34 @@ def svg(series, title, ylabel, path, w=640, h=360):
 
 
 def chart(series, height):
-    """Text chart of several {name: [y per step]}; one letter per run, '*' where they meet."""
+    """Text chart of several {name: [y per step]}; one letter per series, '*' where they meet."""
     ys = [y for s in series.values() for y in s]
     lo, hi = min(ys), max(ys)
     span = (hi - lo) or 1.0
     width = max(len(s) for s in series.values())
     grid = [[" "] * width for _ in range(height)]
+    letter = {}  # the name's first letter, upper case, then lower case, then a digit where another took it
+    for name in series:
+        letter[name] = next(c for c in (name[0].upper(), name[0].lower(), *"123456789") if c not in letter.values())
     for name, s in series.items():
         for x, y in enumerate(s):
             row = height - 1 - round((y - lo) / span * (height - 1))
-            grid[row][x] = name[0].upper() if grid[row][x] in (" ", name[0].upper()) else "*"
+            grid[row][x] = letter[name] if grid[row][x] in (" ", letter[name]) else "*"
     lines = [f"{hi - (hi - lo) * r / (height - 1):+6.2f} |" + "".join(row) for r, row in enumerate(grid)]
     lines.append("       +" + "-" * width)
     lines.append(f"        steps 1 to {width}, one column each")
-    legend = ", ".join(f"{n[0].upper()} = {n}" for n in series)
-    return "\n".join(lines + [f"        mean reward per step, each arm's mean over its seeds ({legend}, * = both)"])
+    legend = ", ".join(f"{letter[n]} = {n}" for n in series)
+    return "\n".join(lines + [f"        mean reward per step, each arm's mean over its seeds ({legend}, * = several)"])
 
 
 runs = [load(p) for p in args.runs]
+# a setting the runs differ in beyond the seed and the prompt (e.g. rl_cover) makes a variant an arm of its own,
+# named by it in every table, chart, mean and picture: "contrastive rl_cover=3 seed 1"
+varied = sorted(k for k in set().union(*(r["settings"] for r in runs)) if k not in ("seed", "plain", "out")
+                and len({json.dumps(r["settings"].get(k)) for r in runs}) > 1)
+for r in runs:
+    r["arm"] += "".join(f" {k}={r['settings'].get(k)}" for k in varied)
+    r["name"] = f"{r['arm']} seed {r['settings']['seed']}"
 steps = min(len(r["log"]) for r in runs)  # compare over the steps every run reached
 # the runs' own judgements (step >= 0), not the seeds judged earlier, say where and at which commit
 records = [e["record"] for r in runs for es in r["bank"].entries.values() for e in es if e["step"] >= 0]

@@ -594,3 +594,29 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
                       "| contrastive seed 1 | 3 | second try | 1 of 1 | 0 | 0 |"], p.stdout
     # first answers against the start's: at step 3 one of two is new code (B's), it passes and beats a failed start
     assert "| contrastive seed 1 | 3 | 1 of 2 | 1 | 1 | 0 |" in p.stdout, p.stdout
+
+
+def test_rl_report_names_runs_by_the_setting_they_differ_in(tmp_path):
+    """Two contrastive runs of one seed that differ in --rl-cover are two arms, each with its own row,
+    mean and line in the picture: named by the seed alone they were one (the picture drew one line)."""
+    runs = []
+    for cover in (0, 3):
+        d = tmp_path / f"cover{cover}"
+        d.mkdir()
+        (d / "settings.json").write_text(json.dumps(dict(
+            plain=False, seed=1, rl_cover=cover, out=str(d), init="out/sft", tasks_per_step=1, num_samples=1,
+            lr=1e-5, temperature=0.8, adv_clip=1.5, trials=5, iters=20)))
+        (d / "log.jsonl").write_text(json.dumps(dict(
+            step=0, reward_mean=0.0, parsed=1.0, compiled=1.0, correct=1.0, composed=0, exemplars=0, best={},
+            statuses={"ok": 1}, elapsed_s=10.0)) + "\n")
+        stats = {"generated": dict(tasks=2, answers=2, correct=0.5, solved=1, geomean=1.1 + cover / 10)}
+        (d / "held_out.jsonl").write_text("".join(json.dumps(dict(step=s, stats=stats)) + "\n" for s in (0, 1)))
+        runs.append(str(d))
+    out = tmp_path / "report.md"
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "rl_report.py"), *runs, "--out", str(out)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr[-2000:]
+    text = out.read_text()
+    assert "| contrastive rl_cover=0 seed 1 |" in text and "| contrastive rl_cover=3 seed 1 |" in text, text
+    assert "contrastive rl_cover=3: mean over 1 seed(s) of the last generated geomean 1.40x" in text, text
+    assert (tmp_path / "report.svg").read_text().count("<polyline") == 2
