@@ -620,3 +620,18 @@ def test_rl_report_names_runs_by_the_setting_they_differ_in(tmp_path):
     assert "| contrastive rl_cover=0 seed 1 |" in text and "| contrastive rl_cover=3 seed 1 |" in text, text
     assert "contrastive rl_cover=3: mean over 1 seed(s) of the last generated geomean 1.40x" in text, text
     assert (tmp_path / "report.svg").read_text().count("<polyline") == 2
+
+
+def test_distill_trains_a_new_best_after_its_plain_prompt_too(tmp_path):
+    """--distill 1: the step's new best (GOOD at 1.5x against the reference's 1.00x) is also trained after
+    the task's plain prompt, the prompt held-out answers are written to; so after one step the plain
+    prompt's loss on (GOOD +1, BAD -1) is lower than the same run's without it. A plain run distils nothing
+    (its update is on the plain prompt already)."""
+    loss, logs = {}, {}
+    for name, flags in [("off", []), ("on", ["--distill", "1"]), ("plain", ["--distill", "1", "--plain"])]:
+        run, out, prompts = rl_runner(tmp_path / name, fake_judge=True)
+        run(1, *flags)
+        logs[name] = [json.loads(line) for line in open(out / "log.jsonl")]
+        loss[name] = objective(str(out), prompts)
+    assert [l["distilled"] for l in logs["off"] + logs["on"] + logs["plain"]] == [0, 1, 0]
+    assert loss["on"] < loss["off"], loss
