@@ -97,8 +97,9 @@ parser.add_argument("--clip-eps", type=float, default=0.0, help="PPO ratio clip;
 parser.add_argument("--kl-coef", type=float, default=0.0, help="k3 KL penalty to the --init policy; 0: off")
 parser.add_argument("--distill", type=float, default=0.0, help="contrastive runs: a group's fastest new best (correct "
                     "new code, faster than its task's best before the step) is also trained after its task's plain "
-                    "prompt, at this times its advantage. The held-out split is answered to plain prompts, so a move "
-                    "found under a contrastive prompt reaches it only this way; 0: off")
+                    "prompt, at this times its advantage (its tokens count in the update's token mean, so the "
+                    "other answers weigh a little less). The held-out split is answered to plain prompts, so a "
+                    "move found under a contrastive prompt reaches it only this way; 0: off")
 # ---- optimization
 parser.add_argument("--steps", type=int, default=-1, help="RL steps in all, a resumed run included; -1: device default")
 parser.add_argument("--time-limit", type=float, default=-1, help="minutes of RL steps (held-out evaluations not "
@@ -571,6 +572,8 @@ def distilled(groups, answers, adv):
         return []
     out = []
     for i, g in enumerate(groups):
+        if not g["n_shown"]:  # its prompt was the plain one already (nothing to show, or no room)
+            continue
         before = (bank.best(key[g["task"]]) or {}).get("record", {}).get("speedup") or 0.0
         new = [j for j in range(i * G, (i + 1) * G)  # adv > 0: new code (known code earns none), above its group
                if adv[j] > 0 and answers[j]["record"]["correct"] and (answers[j]["record"]["speedup"] or 0) > before]
@@ -714,7 +717,7 @@ def log_step(step, answers, rejudged, n_shown, loss, times, n_distilled):
                 composed=sum(len(cudal1.moves_shown(a["source"])) >= 2 for a in good) / max(1, len(good)),
                 exemplars=statistics.mean(n_shown) if n_shown else 0, best=best, rejudged=len(rejudged),
                 signal=signal, distinct=distinct,  # groups with a learning signal; parsed codes per group
-                distilled=n_distilled,  # --distill: new bests trained after their plain prompt too (this rank's)
+                distilled=n_distilled,  # --distill: new bests trained after their plain prompt too
                 statuses=dict(Counter(r["status"] for r in recs)),
                 rejects=dict(Counter(r["message"] for r in recs if r["status"] == "parse_error").most_common(3)),
                 sample_s=round(t1 - t0, 1), judge_s=round(t2 - t1, 1), train_s=round(t3 - t2, 1),
@@ -763,12 +766,15 @@ while step < args.steps:
     adv = cudal1.group_advantages(rewards, G, args.adv_clip, args.std_floor, known)  # known code earns none
     extra = distilled(groups, answers, adv)  # before update_bank: the bests of the bank before this step
     loss = policy_step(groups, adv, extra)
+    n_distilled = torch.tensor(float(len(extra)), device=device)
+    if ddp:
+        dist.all_reduce(n_distilled)  # every rank's
     t3 = time.time()
     for a, r, k, v in zip(answers, rewards, known, adv.tolist()):
         a["reward"], a["known"], a["adv"] = r, k, v
     answers, rejudged, n_shown = share(answers, rejudged, [g["n_shown"] for g in groups])
     update_bank(answers, step)
-    log_step(step, answers, rejudged, n_shown, loss, (t0, t1, t2, t3), len(extra))
+    log_step(step, answers, rejudged, n_shown, loss, (t0, t1, t2, t3), int(n_distilled.item()))
 
     # ---- save; stop at the time limit (rank 0's clock decides for everyone)
     step += 1

@@ -13,6 +13,7 @@ speedup each run found per task. Runs cut short by --time-limit are compared ove
 reached, and the table says so.
 """
 import argparse
+import ast
 import json
 import os
 import statistics
@@ -98,13 +99,33 @@ def chart(series, height):
     return "\n".join(lines + [f"        mean reward per step, each arm's mean over its seeds ({legend}, * = several)"])
 
 
+def flag_defaults():
+    """train_rl.py's flag defaults by setting name, read from its source (importing it would train): a run
+    made before a flag existed ran at its default."""
+    out = {}
+    for node in ast.walk(ast.parse(open(os.path.join(cudal1.ROOT, "train_rl.py")).read())):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument":
+            kw = {k.arg: k.value for k in node.keywords}
+            name = node.args[0].value.lstrip("-").replace("-", "_")
+            if "default" in kw:
+                out[name] = ast.literal_eval(kw["default"])
+            elif getattr(kw.get("action"), "value", "") == "store_true":
+                out[name] = False
+    return out
+
+
 runs = [load(p) for p in args.runs]
 # a setting the runs differ in beyond the seed and the prompt (e.g. rl_cover) makes a variant an arm of its own,
-# named by it in every table, chart, mean and picture: "contrastive rl_cover=3 seed 1"
-varied = sorted(k for k in set().union(*(r["settings"] for r in runs)) if k not in ("seed", "plain", "out")
-                and len({json.dumps(r["settings"].get(k)) for r in runs}) > 1)
+# named by it in every table, chart, mean and picture: "contrastive rl_cover=3 seed 1". Where a run predates a
+# flag, its default; settings of where and how long a run ran are not variants
+defaults = flag_defaults()
+RUNTIME = ("seed", "plain", "out", "device", "dtype", "judge_jobs", "save_every", "cuda_graphs", "steps", "time_limit",
+           "held_out_every", "timeout")
+setting = lambda r, k: r["settings"].get(k, defaults.get(k))
+varied = sorted(k for k in set().union(*(r["settings"] for r in runs)) if k not in RUNTIME
+                and len({json.dumps(setting(r, k)) for r in runs}) > 1)
 for r in runs:
-    r["arm"] += "".join(f" {k}={r['settings'].get(k)}" for k in varied)
+    r["arm"] += "".join(f" {k}={setting(r, k)}" for k in varied)
     r["name"] = f"{r['arm']} seed {r['settings']['seed']}"
 steps = min(len(r["log"]) for r in runs)  # compare over the steps every run reached
 # the runs' own judgements (step >= 0), not the seeds judged earlier, say where and at which commit
@@ -113,8 +134,11 @@ env = next((rec["env"] for rec in records if rec.get("env")), {})  # the judge's
 tolerance = next((rec["tolerance"] for rec in records if rec.get("tolerance")), "?")
 s0 = runs[0]["settings"]
 md = [f"# Contrastive vs plain RL ({env.get('gpu', '?')})", "",
-      f"{len(runs)} train_rl.py runs from the same stage-2 checkpoint, the same tasks and the same budget; the only "
-      "difference between the arms is the prompt (earlier solutions with their measured speedups, or none).", "",
+      f"{len(runs)} train_rl.py runs "
+      + (f"with the same budget; the arms differ in the prompt (earlier solutions with their measured speedups, or "
+         f"none) and in {', '.join(varied)}, as each run's name says." if varied else
+         "from the same stage-2 checkpoint, the same tasks and the same budget; the only difference between the arms "
+         "is the prompt (earlier solutions with their measured speedups, or none)."), "",
       f"- command: `python bench/rl_report.py {' '.join(args.runs)}`; runs: "
       + "; ".join(f"`{r['path']}` ({r['name']}, {len(r['log'])} steps, "
                   f"{r['log'][-1]['elapsed_s'] / 60 if r['log'] else 0:.1f} min)" for r in runs),

@@ -227,6 +227,20 @@ def fake_generate(model, batch, num_samples=1, max_new_tokens=512, temperature=1
     return [[tok.encode_answer(BAD if i % 2 else GOOD2 if i % 4 == 2 else GOOD) for i in range(num_samples)] for p in batch]
 
 cudal1.generate = fake_generate
+_logprobs, _pg_loss = cudal1.answer_logprobs, cudal1.pg_loss
+
+def logged_logprobs(model, prompt, answers, *a, **kw):  # each update part: its prompt's kind, which rows are GOOD
+    with open({prompts!r} + ".update", "a") as f:
+        f.write(repr(("contrastive" if "Earlier solutions" in tok.decode(prompt) else "plain",
+                      [tok.decode(r) == GOOD for r in answers])) + "\\n")
+    return _logprobs(model, prompt, answers, *a, **kw)
+
+def logged_pg_loss(logp, mask, adv, *a, **kw):  # and its advantages
+    with open({prompts!r} + ".update", "a") as f:
+        f.write(repr([round(v, 4) for v in adv.tolist()]) + "\\n")
+    return _pg_loss(logp, mask, adv, *a, **kw)
+
+cudal1.answer_logprobs, cudal1.pg_loss = logged_logprobs, logged_pg_loss
 if {fake_judge!r}:  # a stand-in judge: 1.5x for anything that parsed, a second's wait per call
     import time, evaluate
     def fake_judge_many(pairs, **kw):
@@ -598,14 +612,15 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
 
 def test_rl_report_names_runs_by_the_setting_they_differ_in(tmp_path):
     """Two contrastive runs of one seed that differ in --rl-cover are two arms, each with its own row,
-    mean and line in the picture: named by the seed alone they were one (the picture drew one line)."""
+    mean and line in the picture: named by the seed alone they were one (the picture drew one line). A run
+    made before the flag existed ran at its default (0); where a run ran (device) names no arm."""
     runs = []
     for cover in (0, 3):
         d = tmp_path / f"cover{cover}"
         d.mkdir()
         (d / "settings.json").write_text(json.dumps(dict(
-            plain=False, seed=1, rl_cover=cover, out=str(d), init="out/sft", tasks_per_step=1, num_samples=1,
-            lr=1e-5, temperature=0.8, adv_clip=1.5, trials=5, iters=20)))
+            plain=False, seed=1, out=str(d), init="out/sft", tasks_per_step=1, num_samples=1, device=f"cuda:{cover}",
+            lr=1e-5, temperature=0.8, adv_clip=1.5, trials=5, iters=20, **({"rl_cover": cover} if cover else {}))))
         (d / "log.jsonl").write_text(json.dumps(dict(
             step=0, reward_mean=0.0, parsed=1.0, compiled=1.0, correct=1.0, composed=0, exemplars=0, best={},
             statuses={"ok": 1}, elapsed_s=10.0)) + "\n")
@@ -619,19 +634,28 @@ def test_rl_report_names_runs_by_the_setting_they_differ_in(tmp_path):
     text = out.read_text()
     assert "| contrastive rl_cover=0 seed 1 |" in text and "| contrastive rl_cover=3 seed 1 |" in text, text
     assert "contrastive rl_cover=3: mean over 1 seed(s) of the last generated geomean 1.40x" in text, text
+    assert "device=" not in text and "the arms differ in the prompt" in text and "and in rl_cover," in text, text
     assert (tmp_path / "report.svg").read_text().count("<polyline") == 2
 
 
 def test_distill_trains_a_new_best_after_its_plain_prompt_too(tmp_path):
-    """--distill 1: the step's new best (GOOD at 1.5x against the reference's 1.00x) is also trained after
-    the task's plain prompt, the prompt held-out answers are written to; so after one step the plain
-    prompt's loss on (GOOD +1, BAD -1) is lower than the same run's without it. A plain run distils nothing
-    (its update is on the plain prompt already)."""
-    loss, logs = {}, {}
-    for name, flags in [("off", []), ("on", ["--distill", "1"]), ("plain", ["--distill", "1", "--plain"])]:
-        run, out, prompts = rl_runner(tmp_path / name, fake_judge=True)
+    """--distill 0.5: the step's new best (GOOD at 1.5x against the reference's 1.00x, advantage +1) is
+    trained a second time, after the task's plain prompt, the prompt held-out answers are written to, at
+    0.5 x its advantage. Not when the bank already holds something faster (a seed at 9.0x), and not in a
+    plain run, whose update is on the plain prompt already."""
+    seeds, small = tmp_path / "records.jsonl", tmp_path / "19_ReLU.seed.py"
+    small.write_text(RELU.replace("x.clamp_min(0)", "x.relu()"))  # other code than GOOD's, faster
+    seeds.write_text(json.dumps(dict(task=TASK, solution=str(small), status="ok", correct=True, speedup=9.0,
+                                     env={"device": "cpu"})) + "\n")
+    updates, logs = {}, {}
+    for name, flags in [("off", []), ("on", ["--distill", "0.5"]), ("faster seed", ["--distill", "0.5", "--seed-bank", str(seeds)]),
+                        ("plain", ["--distill", "0.5", "--plain"])]:
+        run, out, prompts = rl_runner(tmp_path / name.replace(" ", "-"), fake_judge=True)
         run(1, *flags)
-        logs[name] = [json.loads(line) for line in open(out / "log.jsonl")]
-        loss[name] = objective(str(out), prompts)
-    assert [l["distilled"] for l in logs["off"] + logs["on"] + logs["plain"]] == [0, 1, 0]
-    assert loss["on"] < loss["off"], loss
+        logs[name] = [json.loads(line)["distilled"] for line in open(out / "log.jsonl")]
+        updates[name] = [eval(line) for line in open(prompts + ".update")]
+    group = [("contrastive", [True, False]), [1.0, -1.0]]  # GOOD and BAD after the contrastive prompt
+    assert updates["off"] == group and updates["faster seed"] == group, updates
+    assert updates["on"] == group + [("plain", [True]), [0.5]], updates["on"]
+    assert updates["plain"] == [("plain", [True, False]), [1.0, -1.0]], updates["plain"]
+    assert logs == {"off": [0], "on": [1], "faster seed": [0], "plain": [0]}
