@@ -141,10 +141,12 @@ md = [f"# Contrastive vs plain RL ({env.get('gpu', '?')})", "",
          "is the prompt (earlier solutions with their measured speedups, or none)."), "",
       f"- command: `python bench/rl_report.py {' '.join(args.runs)}`; runs: "
       + "; ".join(f"`{r['path']}` ({r['name']}, {len(r['log'])} steps, "
-                  f"{r['log'][-1]['elapsed_s'] / 60 if r['log'] else 0:.1f} min)" for r in runs),
+                  f"{r['log'][-1]['elapsed_s'] / 60 if r['log'] else 0:.1f} min"
+                  + (f", {n} new bests distilled" if (n := sum(l.get("distilled", 0) for l in r["log"])) else "") + ")"
+                  for r in runs),
       f"- init `{s0['init']}`; {s0['tasks_per_step']} tasks/step, G={s0['num_samples']}, lr {s0['lr']:g}, "
       f"temperature {s0['temperature']}, adv clip {s0['adv_clip']}, judge trials {s0['trials']} iters {s0['iters']}"
-      + (f", fresh tasks covering each move {s0['rl_cover']} time(s) (--rl-cover)" if s0.get("rl_cover") else ""),
+      + (f", fresh tasks covering each move {s0['rl_cover']} time(s) (--rl-cover)" if s0.get("rl_cover") and "rl_cover" not in varied else ""),
       f"- commit {env.get('commit', '?')}, GPU {env.get('gpu', '?')}, driver {env.get('driver', '?')}, "
       f"torch {env.get('torch', '?')}, tolerance {tolerance}",
       f"- compared over the first {steps} steps (the fewer any run reached)", "",

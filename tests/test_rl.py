@@ -623,7 +623,7 @@ def test_rl_report_names_runs_by_the_setting_they_differ_in(tmp_path):
             lr=1e-5, temperature=0.8, adv_clip=1.5, trials=5, iters=20, **({"rl_cover": cover} if cover else {}))))
         (d / "log.jsonl").write_text(json.dumps(dict(
             step=0, reward_mean=0.0, parsed=1.0, compiled=1.0, correct=1.0, composed=0, exemplars=0, best={},
-            statuses={"ok": 1}, elapsed_s=10.0)) + "\n")
+            statuses={"ok": 1}, elapsed_s=10.0, **({"distilled": 2} if cover else {}))) + "\n")
         stats = {"generated": dict(tasks=2, answers=2, correct=0.5, solved=1, geomean=1.1 + cover / 10)}
         (d / "held_out.jsonl").write_text("".join(json.dumps(dict(step=s, stats=stats)) + "\n" for s in (0, 1)))
         runs.append(str(d))
@@ -635,6 +635,7 @@ def test_rl_report_names_runs_by_the_setting_they_differ_in(tmp_path):
     assert "| contrastive rl_cover=0 seed 1 |" in text and "| contrastive rl_cover=3 seed 1 |" in text, text
     assert "contrastive rl_cover=3: mean over 1 seed(s) of the last generated geomean 1.40x" in text, text
     assert "device=" not in text and "the arms differ in the prompt" in text and "and in rl_cover," in text, text
+    assert "(contrastive rl_cover=3 seed 1, 1 steps, 0.2 min, 2 new bests distilled)" in text, text
     assert (tmp_path / "report.svg").read_text().count("<polyline") == 2
 
 
