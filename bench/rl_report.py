@@ -13,7 +13,6 @@ speedup each run found per task. Runs cut short by --time-limit are compared ove
 reached, and the table says so.
 """
 import argparse
-import ast
 import json
 import os
 import statistics
@@ -99,29 +98,13 @@ def chart(series, height):
     return "\n".join(lines + [f"        mean reward per step, each arm's mean over its seeds ({legend}, * = several)"])
 
 
-def flag_defaults():
-    """train_rl.py's flag defaults by setting name, read from its source (importing it would train): a run
-    made before a flag existed ran at its default."""
-    out = {}
-    for node in ast.walk(ast.parse(open(os.path.join(cudal1.ROOT, "train_rl.py")).read())):
-        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument":
-            kw = {k.arg: k.value for k in node.keywords}
-            name = node.args[0].value.lstrip("-").replace("-", "_")
-            if "default" in kw:
-                out[name] = ast.literal_eval(kw["default"])
-            elif getattr(kw.get("action"), "value", "") == "store_true":
-                out[name] = False
-    return out
-
-
 runs = [load(p) for p in args.runs]
 # a setting the runs differ in beyond the seed and the prompt (e.g. rl_cover) makes a variant an arm of its own,
-# named by it in every table, chart, mean and picture: "contrastive rl_cover=3 seed 1". Where a run predates a
-# flag, its default; settings of where and how long a run ran are not variants
-defaults = flag_defaults()
+# named by it in every table, chart, mean and picture: "contrastive rl_cover=3 seed 1"; "?" where a run predates
+# the flag (what it ran with then is not recorded). Where and how long a run ran are not variants
 RUNTIME = ("seed", "plain", "out", "device", "dtype", "judge_jobs", "save_every", "cuda_graphs", "steps", "time_limit",
            "held_out_every", "timeout")
-setting = lambda r, k: r["settings"].get(k, defaults.get(k))
+setting = lambda r, k: r["settings"].get(k, "?")
 varied = sorted(k for k in set().union(*(r["settings"] for r in runs)) if k not in RUNTIME
                 and len({json.dumps(setting(r, k)) for r in runs}) > 1)
 for r in runs:

@@ -613,7 +613,7 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
 def test_rl_report_names_runs_by_the_setting_they_differ_in(tmp_path):
     """Two contrastive runs of one seed that differ in --rl-cover are two arms, each with its own row,
     mean and line in the picture: named by the seed alone they were one (the picture drew one line). A run
-    made before the flag existed ran at its default (0); where a run ran (device) names no arm."""
+    made before the flag existed is named by a '?'; where a run ran (device) names no arm."""
     runs = []
     for cover in (0, 3):
         d = tmp_path / f"cover{cover}"
@@ -632,7 +632,7 @@ def test_rl_report_names_runs_by_the_setting_they_differ_in(tmp_path):
                        cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr[-2000:]
     text = out.read_text()
-    assert "| contrastive rl_cover=0 seed 1 |" in text and "| contrastive rl_cover=3 seed 1 |" in text, text
+    assert "| contrastive rl_cover=? seed 1 |" in text and "| contrastive rl_cover=3 seed 1 |" in text, text
     assert "contrastive rl_cover=3: mean over 1 seed(s) of the last generated geomean 1.40x" in text, text
     assert "device=" not in text and "the arms differ in the prompt" in text and "and in rl_cover," in text, text
     assert "(contrastive rl_cover=3 seed 1, 1 steps, 0.2 min, 2 new bests distilled)" in text, text
