@@ -380,6 +380,16 @@ def fill_defaults(args, defaults):
             setattr(args, k, v)
 
 
+def write_markdown(lines, path=""):
+    """A bench script's report: `lines` printed, and written to `path` (its folder made) where one is given."""
+    text = "\n".join(lines) + "\n"
+    if path:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+    print(text, end="")
+
+
 def script_defaults(script, names=("FIRST_SLICE", "CPU_TASKS", "GPU_TASKS", "DEFAULTS")):
     """The module-level assignments `names` of a training script (a path under ROOT), evaluated without
     running it (train_sft.py and train_rl.py train on import): what a bench script or a test reads of

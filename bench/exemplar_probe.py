@@ -90,7 +90,4 @@ for name, st in stats.items():
     n = max(1, st["n"])
     lines.append(f"| {name} | {st['n']} | {st['prompt'] / n:.0f} | {st['tokens'] / n:.0f} | {st['stopped'] / n:.0%} | "
                  f"{st['parsed'] / n:.0%} | {st['copies'] / n:.0%} |")
-print("\n".join(lines))
-if args.out:
-    with open(args.out, "w") as f:
-        f.write("\n".join(lines) + "\n")
+cudal1.write_markdown(lines, args.out)

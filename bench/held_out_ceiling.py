@@ -96,12 +96,7 @@ def main(argv=None):
         md.append(f"| {os.path.basename(t)} | {cells or 'none'} | {f'{top} {best[t]:.2f}x' if top else '-'} | "
                   + (f"{'+'.join(sorted(said)) or 'no mark'} {got:.2f}x" if got else "failed" if "policy" in speed.get(t, {})
                      else "-") + " |")
-    text = "\n".join(md) + "\n"
-    if a.out:
-        os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-        with open(a.out, "w") as f:
-            f.write(text)
-    print(text)
+    cudal1.write_markdown(md, a.out)
     return 0
 
 

@@ -21,6 +21,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
+import cudal1  # noqa: E402
 import evaluate  # noqa: E402
 
 # the call tree as Worker.run makes it, (depth, phase): inputs, reference and verify run in both the trials and
@@ -94,11 +95,7 @@ def main(argv=None):
     for depth, n in PHASES:
         md.append(f"| {'· ' * depth}{n} | " + " | ".join(f"{first.get(n, 0) * 1e3:.0f} / {warm.get(n, 0) * 1e3:.0f} ms"
                                                       for first, warm in cols) + " |")
-    text = "\n".join(md) + "\n"
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text)
-    print(text)
+    cudal1.write_markdown(md, a.out)
     return 0
 
 

@@ -311,9 +311,4 @@ for task in tasks:  # only the tasks some run found new correct code for: RL's t
     md.append(f"| {task} | " + " | ".join(cells) + " |")
     rows += 1
 md += ["", f"{rows} of the {len(tasks)} RL tasks have new correct code from some run; the others are left out."]
-text = "\n".join(md) + "\n"
-if args.out:
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        f.write(text)
-print(text, end="")
+cudal1.write_markdown(md, args.out)

@@ -17,6 +17,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import cudal1  # noqa: E402
 import evaluate  # noqa: E402
 
 
@@ -59,11 +60,7 @@ def main(argv=None):
     md[3] += (f"; compared over the first {k} steps (the fewer any run reached; "
               "the device step `rl-speed` empties the build cache before each run)")
     md += [row(r, log[:k], len(log)) for r, log in zip(a.runs, logs)]
-    text = "\n".join(md) + "\n"
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text)
-    print(text)
+    cudal1.write_markdown(md, a.out)
     return 0
 
 
