@@ -1087,6 +1087,12 @@ def solution_name(path):
     return os.path.relpath(os.path.abspath(path), ROOT)
 
 
+def held_key(task):
+    """levelG/NAME.py or level2/NAME.py: a held-out task by its folder and name, whichever run's folder
+    holds it (each run writes the generated tasks under its own --out)."""
+    return "/".join(task.split(os.sep)[-2:])
+
+
 def held_out_tasks(folder, n, size, tasks_dir=None, write=True, trained=()):
     """{group: task paths} to measure on: 'generated', the first n tasks of the held-out split at
     `size` (kernelbench/generate.py; the same tasks in every run), written to folder/levelG when
@@ -1485,6 +1491,10 @@ class Bank:
         """The correct entry with the highest speedup, or None."""
         good = self.correct(task)
         return max(good, key=lambda e: e["record"]["speedup"]) if good else None
+
+    def best_speedup(self, task):
+        """best()'s speedup; 0.0 where the task has no correct entry."""
+        return (self.best(task) or {}).get("record", {}).get("speedup") or 0.0
 
 
 def bucket_sample(entries, k=2, n_buckets=4, temperature=1.0, rng=random):

@@ -240,8 +240,9 @@ def move_cover(pool, n, k):
     """n of pool's tasks ((name, source, meta), in seed order), each move admitted by at least k of them
     where the pool has k: for each move, rarest first, the first tasks in seed order that admit it, then the
     rest in seed order. k = 0: the first n. The first 16 fresh GPU tasks offer the fused epilogue alone on
-    10 and a constant output on none, while 7 of the 32 held-out tasks admit one (~3.4x where the teacher's
-    was judged, against 1.33x for the fused epilogue), so RL on them could not learn when it beats fusing."""
+    10 and a constant output on none, while 7 of the 32 held-out tasks admit one (the best move on 4 of
+    them, 1.8-3.0x on the H100; fusing beats it on the other 3), so RL on them could not learn when it
+    beats fusing."""
     picked = []
     counts = Counter(m for _, _, meta in pool for m in meta["moves"])
     for move in sorted(counts, key=lambda m: (counts[m], m)):  # k = 0: none needed, the fill below takes them
@@ -365,11 +366,6 @@ if args.held_out_tasks > 0:
         dist.barrier()
 
 
-def held_key(task):
-    """levelG/NAME.py or level2/NAME.py: a held-out task by its folder and name, whichever --out wrote it."""
-    return "/".join(task.split(os.sep)[-2:])
-
-
 def task_sha(task):
     """A held-out task's code, hashed: a reading is kept only for the task it was taken on."""
     return hashlib.sha256(cudal1.same_code(read(task)).encode()).hexdigest()[:12]
@@ -385,10 +381,10 @@ def start_answers():
     if not any(l["step"] == 0 and l.get("device") == target for l in lines):
         return {}
     rows = [json.loads(line) for line in open(held_answers_path)] if os.path.exists(held_answers_path) else []
-    here = {held_key(t): t for ts in held_groups.values() for t in ts}  # the answer's task as this run wrote it
+    here = {cudal1.held_key(t): t for ts in held_groups.values() for t in ts}  # the answer's task as this run wrote it
     out = {}
     for a in rows:
-        k = held_key(a["task"])
+        k = cudal1.held_key(a["task"])
         if a["step"] == 0 and a["attempt"] == 1 and k in here and a.get("task_sha") == task_sha(here[k]):
             rec = evaluate.record(a["status"], a.get("message") or "", a.get("speedup"))
             out[k] = (a["source"], {**rec, "err_vs_tol": a.get("err_vs_tol")})
@@ -435,7 +431,7 @@ def held_out_eval(step):
 
     plain = {t: tok.encode_prompt(cudal1.plain_prompt(read(t), target)) for t in mine}
     start = start_answers() if step else {}
-    known = {t: start[held_key(t)] for t in mine if held_key(t) in start}
+    known = {t: start[cudal1.held_key(t)] for t in mine if cudal1.held_key(t) in start}
     first = answer(plain, known=known)
     unchanged = sum(first[t] is known[t] for t in known)  # answer() hands back the known pair itself
     second, resampled = {}, {}
@@ -543,8 +539,7 @@ def judge(groups):
     mode = {**evaluate.SCREEN, "iters": args.iters} if screen else {"trials": args.trials, "iters": args.iters}
     records = evaluate.judge_many(pairs, **opts, **mode) if pairs else []
     # --judge full: every reading is a full one already, so no best is beaten: only implausible ones are judged again
-    best = {t: ((bank.best(key[t]) or {}).get("record", {}).get("speedup") or 0.0) if screen else float("inf")
-            for t, _ in pairs}
+    best = {t: bank.best_speedup(key[t]) if screen else float("inf") for t, _ in pairs}
     rejudged, done = [], set()
     while again := cudal1.to_rejudge(records, [t for t, _ in pairs], best, args.max_speedup, done):
         full = evaluate.judge_many([pairs[i] for i in again], **opts, trials=args.trials, iters=args.iters)
@@ -574,7 +569,7 @@ def distilled(groups, answers, adv):
     for i, g in enumerate(groups):
         if not g["n_shown"]:  # its prompt was the plain one already (nothing to show, or no room)
             continue
-        before = (bank.best(key[g["task"]]) or {}).get("record", {}).get("speedup") or 0.0
+        before = bank.best_speedup(key[g["task"]])
         new = [j for j in range(i * G, (i + 1) * G)  # adv > 0: new code (known code earns none), above its group
                if adv[j] > 0 and answers[j]["record"]["correct"] and (answers[j]["record"]["speedup"] or 0) > before]
         if new:

@@ -5,12 +5,12 @@ with a policy's greedy answers to the same tasks in that call, so the two are re
         --out results/h100-held-out-ceiling.md      # GPU; the device step held-out-ceiling (~2 min)
     python bench/held_out_ceiling.py --tasks 4 --device cpu    # CPU sizes, PyTorch-level moves only
 
-Why: issue 15 asks for the held-out geomean 15% above the stage-2 policy's (1.24x at the carried
-checkpoint, so ~1.43x). On the training split's tasks each task's best teacher move, or the reference
-where every move is slower, reads 1.35-1.44x on the H200 (four runs of 110-414 tasks,
-results/teacher-h200*.jsonl), but the held-out tasks are not like them: 7 of the 32 admit a constant output (4% of training tasks do; 3.36x where the teacher's was
-judged), 5 of which the carried policy answered with the fused epilogue. This measures the ceiling on
-the held-out tasks themselves, and how far the policy's answers are from it, task by task.
+Why: issue 15 asks for the held-out geomean 15% above the stage-2 policy's. On the training split's
+tasks each task's best teacher move, or the reference where every move is slower, reads 1.35-1.44x on
+the H200 (four runs of 110-414 tasks, results/teacher-h200*.jsonl), but the held-out tasks are not like
+them (7 of the 32 admit a constant output; 4% of training tasks do). This measures the ceiling on the
+held-out tasks themselves, and how far the policy's answers are from it, task by task: on the H100, 1.48x
+against the carried policy's 1.22x (results/h100-held-out-ceiling-1205-1907.md).
 
 The teacher's solutions to held-out tasks are an oracle for this report only: they are judged from
 memory, never written where a training run reads (train_sft.py reads kernels/ and its own
@@ -33,15 +33,10 @@ def geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
-def key(task):
-    """levelG/NAME.py: a held-out task by folder and name, whichever run wrote it (as train_rl.held_key)."""
-    return "/".join(task.split(os.sep)[-2:])
-
-
 def policy_answers(path, step):
     """{levelG/NAME.py: source or None} of the first (greedy) answers at `step` in held_out_answers.jsonl."""
     rows = [json.loads(line) for line in open(path)]
-    return {key(a["task"]): a["source"] for a in rows if a["step"] == step and a["attempt"] == 1}
+    return {cudal1.held_key(a["task"]): a["source"] for a in rows if a["step"] == step and a["attempt"] == 1}
 
 
 def main(argv=None):
@@ -64,8 +59,8 @@ def main(argv=None):
             if gpu or "load_cuda(" not in src:  # the fused epilogue needs a GPU
                 pairs.append((t, src))
                 who.append((t, move))
-        if answers.get(key(t)):
-            pairs.append((t, answers[key(t)]))
+        if answers.get(cudal1.held_key(t)):
+            pairs.append((t, answers[cudal1.held_key(t)]))
             who.append((t, "policy"))
     records = evaluate.judge_many(pairs, device=device, prewarm=True, **evaluate.SCREEN)
     speed = {}  # task -> {move: speedup or None (failed)}
@@ -92,7 +87,7 @@ def main(argv=None):
         cells = ", ".join(f"{m} {s:.2f}x" if s else f"{m} -" for m, s in moves.items())
         top = max(moves, key=lambda m: moves[m] or 0.0) if any(moves.values()) else None
         got = speed.get(t, {}).get("policy")
-        said = cudal1.moves_shown(answers.get(key(t)) or "")
+        said = cudal1.moves_shown(answers.get(cudal1.held_key(t)) or "")
         md.append(f"| {os.path.basename(t)} | {cells or 'none'} | {f'{top} {best[t]:.2f}x' if top else '-'} | "
                   + (f"{'+'.join(sorted(said)) or 'no mark'} {got:.2f}x" if got else "failed" if "policy" in speed.get(t, {})
                      else "-") + " |")

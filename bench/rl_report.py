@@ -274,8 +274,8 @@ if held:  # the split no training input touches, measured before the first updat
         for r in moved:
             last, by = r["held"][-1]["step"], {}
             for a in r["answers"]:
-                if a["attempt"] == 1 and a["step"] in (0, last):  # keyed as train_rl.held_key: folder and name
-                    by.setdefault("/".join(a["task"].split("/")[-2:]), {})[a["step"]] = a
+                if a["attempt"] == 1 and a["step"] in (0, last):
+                    by.setdefault(cudal1.held_key(a["task"]), {})[a["step"]] = a
             pairs = [(t[0], t[last]) for t in by.values() if 0 in t and last in t]
             code = lambda x: x["source"] and cudal1.same_code(x["source"])
             new = [(a, b) for a, b in pairs if b["source"] is not None and code(b) != code(a)]
