@@ -86,9 +86,10 @@ def main(argv=None):
         moves = {m: s for m, s in speed.get(t, {}).items() if m != "policy"}
         cells = ", ".join(f"{m} {s:.2f}x" if s else f"{m} -" for m, s in moves.items())
         top = max(moves, key=lambda m: moves[m] or 0.0) if any(moves.values()) else None
+        top = top if top and moves[top] >= 1.0 else "reference"  # every move slower, or none passed: 1.00x
         got = speed.get(t, {}).get("policy")
         said = cudal1.moves_shown(answers.get(cudal1.held_key(t)) or "")
-        md.append(f"| {os.path.basename(t)} | {cells or 'none'} | {f'{top} {best[t]:.2f}x' if top else '-'} | "
+        md.append(f"| {os.path.basename(t)} | {cells or 'none'} | {top} {best[t]:.2f}x | "
                   + (f"{'+'.join(sorted(said)) or 'no mark'} {got:.2f}x" if got else "failed" if "policy" in speed.get(t, {})
                      else "-") + " |")
     cudal1.write_markdown(md, a.out)
