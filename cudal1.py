@@ -1055,6 +1055,10 @@ HELD_OUT_MOVES = frozenset(map(frozenset, [
     ("constant_output", "drop_noop", "fuse_epilogue"),
 ]))
 
+# Generated tasks that stage 3 may train on (train_rl.py --rl-tasks fresh) start at this seed: stage 1's
+# --generated N draws seeds up to ~1.07 N, so no answer to them was learnt by heart.
+FRESH_SEED = 10 ** 6
+
 
 def held_out(task):
     """True when `task` is in the held-out split. `task`: a generated task's metadata (a dict with

@@ -53,7 +53,7 @@ parser.add_argument("--kernels", default="kernels", help="verified solutions: th
 parser.add_argument("--tasks", default="kernelbench", help="KernelBench tasks, level*/NAME.py")
 parser.add_argument("--rl-tasks", default=None, help="comma-separated paths under --tasks (level1/19_ReLU.py,...); "
                     "'all': every task with a solution in --kernels that runs here; 'fresh': generated "
-                    "training-split tasks no stage-1 run trains on (seeds from FRESH_SEED), so no answer can be "
+                    "training-split tasks no stage-1 run trains on (seeds from cudal1.FRESH_SEED), so no answer can be "
                     "recited; unset: 'fresh' when --init holds generated tasks, else the device default")
 parser.add_argument("--rl-cover", type=int, default=0, help="'fresh' tasks chosen so each move the generator "
                     "knows is admitted by at least this many of them where 25 x --rl-task-count seeds hold as many "
@@ -233,7 +233,6 @@ if resumed and "optimizer" in meta:  # a fresh run starts a fresh optimizer: SFT
 
 # ---- tasks: those whose plain prompt leaves room for an answer
 # Held-out tasks never enter: not as RL tasks, so not as bank seeds, prompts or exemplars either.
-FRESH_SEED = 10 ** 6  # 'fresh' tasks start here; train_sft.py --generated N draws seeds up to ~1.07 N
 
 
 def move_cover(pool, n, k):
@@ -254,19 +253,19 @@ def move_cover(pool, n, k):
 
 
 def fresh_tasks(folder, n):
-    """Paths of n generated training-split tasks from FRESH_SEED on (the same ones in every run), written
+    """Paths of n generated training-split tasks from cudal1.FRESH_SEED on (the same ones in every run), written
     to `folder` with the NAME.json that cudal1.held_out reads. Stops when --init's generated tasks
-    (those beside it, or as many as its settings name: ~6% of seeds are held out) may reach FRESH_SEED:
+    (those beside it, or as many as its settings name: ~6% of seeds are held out) may reach cudal1.FRESH_SEED:
     then stage 1 trained on some of them."""
     from kernelbench import generate as gen
     trained = os.path.join(args.init, "generated", "tasks", "levelG")
     seeds = [int(f.split("_")[0]) for f in os.listdir(trained) if f.endswith(".py")] if os.path.isdir(trained) else []
     reach = max(max(seeds, default=-1), int(1.25 * stage1_generated(args.init)))  # 1.25 N: ~1.07 N and a margin
-    if reach >= FRESH_SEED:
+    if reach >= cudal1.FRESH_SEED:
         raise SystemExit(f"--rl-tasks fresh: {args.init} trained on generated seeds up to ~{reach}, past "
-                         f"FRESH_SEED = {FRESH_SEED}: these tasks would not be fresh")
+                         f"cudal1.FRESH_SEED = {cudal1.FRESH_SEED}: these tasks would not be fresh")
     size = "gpu" if device.type == "cuda" else "cpu"
-    pool = gen.tasks(FRESH_SEED, 25 * n if args.rl_cover else n, size, split="train")
+    pool = gen.tasks(cudal1.FRESH_SEED, 25 * n if args.rl_cover else n, size, split="train")
     out = []
     for name, source, meta in move_cover(pool, n, args.rl_cover):
         if cudal1.held_out(meta):

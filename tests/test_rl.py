@@ -489,6 +489,28 @@ def test_two_gloo_ranks_gather_every_answer_and_keep_one_bank(tmp_path):
     assert [line["step"] for line in log] == [0, 1]  # one line per step, from rank 0 alone
 
 
+def test_move_dose_trains_the_move_and_reads_the_held_out_tasks(tmp_path):
+    # bench/move_dose.py on a tiny policy: the fused epilogue's teacher answers of two fresh training tasks,
+    # trained after their plain prompts, grow likelier; each reading is a row, with the margin of the one
+    # training task that admits another move; every held-out task admits the fused epilogue
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import move_dose
+    tok = cudal1.Tokenizer()
+    cfg = cudal1.Config(vocab_size=tok.vocab_size, block_size=16384, n_layer=1, n_head=2, n_kv_head=2, n_embd=32,
+                        n_hidden=64)
+    torch.manual_seed(0)
+    cudal1.save_checkpoint(str(tmp_path / "sft"), cudal1.Transformer(cfg), tok, {})
+    out = tmp_path / "dose.md"
+    assert move_dose.main(["--init", str(tmp_path / "sft"), "--move", "fuse_epilogue", "--tasks", "2", "--held", "1",
+                           "--steps", "2", "--lr", "1e-2", "--open", "120", "--size", "cpu", "--work",
+                           str(tmp_path / "work"), "--out", str(out)]) == 0
+    rows = [line.split(" | ") for line in out.read_text().splitlines() if line[:3] in ("| 0", "| 2")]
+    assert [r[0] for r in rows] == ["| 0", "| 2"] and all(r[4].endswith("of 1") for r in rows), rows
+    assert float(rows[1][1]) > float(rows[0][1]) + 100, rows  # trained: log-probs of ~10k bytes, summed
+    assert all(r[2] != "-" for r in rows), rows
+    assert "trained: 1000001_" in out.read_text()  # the fresh tasks trained on are named
+
+
 def test_held_out_line_of_the_start_is_measured_once_and_reused(tmp_path):
     """make rl-ablation measures --init once (--steps 0) and gives every run that step-0 line."""
     run, out, prompts = rl_runner(tmp_path, fake_judge=True)
