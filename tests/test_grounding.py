@@ -38,3 +38,30 @@ def test_a_task_is_read_from_the_run_that_holds_the_answers(tmp_path, monkeypatc
     monkeypatch.chdir(here)
     assert open(grounding.task_file(str(answers), "out/held_out/1_X.py")).read() == TASK
     assert grounding.task_file(str(answers), "kernelbench/none.py") == "kernelbench/none.py"
+
+
+def test_held_out_answers_are_counted_by_the_move_they_write(tmp_path):
+    # bench/held_out_moves.py: a held-out task's fused answer (its teacher's, passing, given twice: one distinct
+    # code) and a PyTorch-level one with an op swapped (failing) are each named by their nearest teacher
+    # solution, and the failing one's differing line is shown
+    import json
+    import cudal1
+    import held_out_moves
+    from kernelbench import teacher
+    run = tmp_path / "run"
+    (task,) = cudal1.held_out_tasks(str(run / "out" / "held"), 1, "cpu")["generated"]
+    sols = dict(teacher.solutions(cudal1.read(task), json.load(open(task[:-3] + ".json"))))
+    other = next(m for m in sols if m != "fuse_epilogue")
+    wrong = sols[other].replace("x = ", "x = -", 1)  # one line changed
+    assert wrong != sols[other]
+    rel = os.path.relpath(task, run)
+    rows = [dict(task=rel, source=sols["fuse_epilogue"], status="ok"), dict(task=rel, source=sols["fuse_epilogue"], status="ok"),
+            dict(task=rel, source=wrong, status="incorrect", message="max abs err 2"), dict(task="level2/1_X.py", source="x", status="ok")]
+    answers = run / "held_out_answers.jsonl"
+    answers.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "moves.md"
+    assert held_out_moves.main([str(answers), "--diffs", "5", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "| fuse_epilogue | 2 | 1 | 100% | - |" in text and f"| {other} | 1 | 1 | 0% | incorrect 1 |" in text, text
+    assert "3 answers to generated held-out tasks, 2 distinct" in text
+    assert f"{other}, incorrect: max abs err 2" in text and "\n+" in text.split("```diff")[1]

@@ -1,0 +1,96 @@
+"""Which move does each held-out answer write, and how often does it pass? For each generated task's
+answers in train_rl.py's held_out_answers.jsonl (every attempt, every measurement), the teacher
+solution of that task nearest in code (difflib over the code, docstrings left out) names the move;
+per move: answers, distinct codes among them, the share correct and the failures by status. With
+--diffs, each distinct failing code's lines that differ from that solution: what the policy got wrong.
+
+    python bench/held_out_moves.py out/rl-*/held_out_answers.jsonl --out results/held-out-moves.md
+    python bench/held_out_moves.py /tmp/dev/out/rl-start/held_out_answers.jsonl --diffs 20
+
+cudal1.moves_shown reads marks in the code and cannot tell a dropped no-op or a reduction moved first
+from the reference's own code; the nearest teacher solution can. Task files are read as bench/grounding.py
+reads them (from the run's own folder). The teacher's solutions of held-out tasks are an oracle for this
+report only, made in memory and never written.
+"""
+import argparse
+import ast
+import collections
+import difflib
+import json
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import cudal1  # noqa: E402
+from grounding import task_file  # noqa: E402
+from kernelbench import teacher  # noqa: E402
+
+
+def code_lines(source):
+    """The source's lines without its docstrings (module, class, function): code to compare."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source.splitlines()
+    drop = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                and isinstance(getattr(body[0], "value", None), ast.Constant) and isinstance(body[0].value.value, str):
+            drop.update(range(body[0].lineno - 1, body[0].end_lineno))
+    return [line for i, line in enumerate(source.splitlines()) if i not in drop]
+
+
+def nearest(task_path, source):
+    """(move, the teacher solution's code lines) nearest to `source` among its task's teacher solutions."""
+    meta = json.load(open(os.path.splitext(task_path)[0] + ".json"))
+    mine = code_lines(source)
+    sols = [(m, code_lines(s)) for m, s in teacher.solutions(cudal1.read(task_path), meta)]
+    if not sols:
+        return "none", []
+    return max(sols, key=lambda ms: difflib.SequenceMatcher(None, ms[1], mine, autojunk=False).ratio())
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("answers", nargs="+", help="held_out_answers.jsonl files (train_rl.py)")
+    p.add_argument("--diffs", type=int, default=0, help="show this many distinct failing codes' differing lines")
+    p.add_argument("--out", default="", help="Markdown file to write; empty: print only")
+    a = p.parse_args(argv)
+    seen, counts, codes, fails = {}, collections.defaultdict(collections.Counter), collections.defaultdict(set), []
+    for path in a.answers:
+        for r in map(json.loads, open(path)):
+            if "/levelG/" not in r["task"] or not r.get("source"):
+                continue
+            task = task_file(path, r["task"])
+            key = (os.path.basename(task), cudal1.same_code(r["source"]))
+            if key not in seen:
+                seen[key] = nearest(task, r["source"])
+                if r["status"] != "ok":
+                    fails.append((key[0], seen[key], r))
+            move = seen[key][0]
+            counts[move]["answers"] += 1
+            counts[move][r["status"]] += 1
+            codes[move].add(key)
+    total = sum(c["answers"] for c in counts.values())
+    md = ["# Held-out answers by the move they write", "",
+          f"- command: `python bench/held_out_moves.py {' '.join(argv if argv is not None else sys.argv[1:])}`",
+          f"- {total} answers to generated held-out tasks, {len(seen)} distinct (task, code); a move is the "
+          "task's teacher solution nearest in code", "",
+          "| move | answers | distinct codes | correct | failures |", "|---|---|---|---|---|"]
+    for move, c in sorted(counts.items(), key=lambda mc: -mc[1]["answers"]):
+        bad = ", ".join(f"{s} {n}" for s, n in c.most_common() if s not in ("answers", "ok"))
+        md.append(f"| {move} | {c['answers']} | {len(codes[move])} | {c['ok'] / c['answers']:.0%} | {bad or '-'} |")
+    for task, (move, lines), r in fails[:a.diffs]:
+        diff = [d for d in difflib.unified_diff(lines, code_lines(r["source"]), lineterm="", n=0)
+                if not d.startswith(("---", "+++", "@@"))]
+        md += ["", f"**{task}**, {move}, {r['status']}: {(r.get('message') or '')[:120]}", "", "```diff", *diff[:12],
+               *(["..."] if len(diff) > 12 else []), "```"]
+    cudal1.write_markdown(md, a.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
