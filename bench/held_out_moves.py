@@ -1,7 +1,8 @@
 """Which move does each held-out answer write, and how often does it pass? For each generated task's
 answers in train_rl.py's held_out_answers.jsonl (every attempt, every measurement), the teacher
 solution of that task nearest in code (difflib over the code, docstrings left out) names the move;
-per move: answers, distinct codes among them, the share correct and the failures by status. With
+per move: answers, distinct codes among them, the share correct and the failures by status (a
+step-0 answer that several runs' files hold, as make rl-ablation gives each the start's, counts once). With
 --diffs, each distinct failing code's lines that differ from that solution: what the policy got wrong.
 
     python bench/held_out_moves.py out/rl-*/held_out_answers.jsonl --out results/held-out-moves.md
@@ -60,12 +61,17 @@ def main(argv=None):
     p.add_argument("--out", default="", help="Markdown file to write; empty: print only")
     a = p.parse_args(argv)
     seen, counts, codes, fails = {}, collections.defaultdict(collections.Counter), collections.defaultdict(set), []
+    start = set()  # step-0 answers: make rl-ablation gives every run the start's, counted once
     for path in a.answers:
         for r in map(json.loads, open(path)):
             if "/levelG/" not in r["task"] or not r.get("source"):
                 continue
             task = task_file(path, r["task"])
             key = (os.path.basename(task), cudal1.same_code(r["source"]))
+            if r.get("step") == 0:
+                if (key, r.get("attempt")) in start:
+                    continue
+                start.add((key, r.get("attempt")))
             if key not in seen:
                 seen[key] = nearest(task, r["source"])
                 if r["status"] != "ok":

@@ -41,8 +41,8 @@ def test_a_task_is_read_from_the_run_that_holds_the_answers(tmp_path, monkeypatc
 
 
 def test_held_out_answers_are_counted_by_the_move_they_write(tmp_path):
-    # bench/held_out_moves.py: a held-out task's fused answer (its teacher's, passing, given twice: one distinct
-    # code) and a PyTorch-level one with an op swapped (failing) are each named by their nearest teacher
+    # bench/held_out_moves.py: a held-out task's fused answer (its teacher's, passing, at two steps: one distinct
+    # code; its step-0 copy in a second run's file not counted again) and a PyTorch-level one with an op swapped (failing) are each named by their nearest teacher
     # solution, and the failing one's differing line is shown
     import json
     import cudal1
@@ -55,12 +55,17 @@ def test_held_out_answers_are_counted_by_the_move_they_write(tmp_path):
     wrong = sols[other].replace("x = ", "x = -", 1)  # one line changed
     assert wrong != sols[other]
     rel = os.path.relpath(task, run)
-    rows = [dict(task=rel, source=sols["fuse_epilogue"], status="ok"), dict(task=rel, source=sols["fuse_epilogue"], status="ok"),
-            dict(task=rel, source=wrong, status="incorrect", message="max abs err 2"), dict(task="level2/1_X.py", source="x", status="ok")]
+    rows = [dict(step=0, attempt=1, task=rel, source=sols["fuse_epilogue"], status="ok"),
+            dict(step=5, attempt=1, task=rel, source=sols["fuse_epilogue"], status="ok"),
+            dict(step=5, attempt=2, task=rel, source=wrong, status="incorrect", message="max abs err 2"),
+            dict(step=0, attempt=1, task="level2/1_X.py", source="x", status="ok")]
     answers = run / "held_out_answers.jsonl"
     answers.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    again = run / "arm" / "held_out_answers.jsonl"  # another run given the same step-0 line: counted once
+    again.parent.mkdir()
+    again.write_text(json.dumps(rows[0]) + "\n")
     out = tmp_path / "moves.md"
-    assert held_out_moves.main([str(answers), "--diffs", "5", "--out", str(out)]) == 0
+    assert held_out_moves.main([str(answers), str(again), "--diffs", "5", "--out", str(out)]) == 0
     text = out.read_text()
     assert "| fuse_epilogue | 2 | 1 | 100% | - |" in text and f"| {other} | 1 | 1 | 0% | incorrect 1 |" in text, text
     assert "3 answers to generated held-out tasks, 2 distinct" in text
