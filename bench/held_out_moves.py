@@ -92,7 +92,9 @@ def main(argv=None):
     for task, (move, lines), r in fails[:a.diffs]:
         diff = [d for d in difflib.unified_diff(lines, code_lines(r["source"]), lineterm="", n=0)
                 if not d.startswith(("---", "+++", "@@"))]
-        md += ["", f"**{task}**, {move}, {r['status']}: {(r.get('message') or '')[:120]}", "", "```diff", *diff[:12],
+        msg = (r.get("message") or "").splitlines() or [""]
+        why = next((line.strip() for line in msg[1:] if "error" in line), msg[0])  # a build's own error line
+        md += ["", f"**{task}**, {move}, {r['status']}: {why[:140]}", "", "```diff", *diff[:12],
                *(["..."] if len(diff) > 12 else []), "```"]
     cudal1.write_markdown(md, a.out)
     return 0
