@@ -100,6 +100,10 @@ parser.add_argument("--distill", type=float, default=0.0, help="contrastive runs
                     "prompt, at this times its advantage (its tokens count in the update's token mean, so the "
                     "other answers weigh a little less). The held-out split is answered to plain prompts, so a "
                     "move found under a contrastive prompt reaches it only this way; 0: off")
+parser.add_argument("--distill-rows", choices=("best", "all"), default="best", help="with --distill: best, the new "
+                    "best alone; all, every answer of each contrastive group with a signal, at --distill times its "
+                    "own advantage, so the plain prompt also learns what lost on that task (a distilled best alone "
+                    "raised its move on every held-out task alike: results/move-dose-cpu.md)")
 # ---- optimization
 parser.add_argument("--steps", type=int, default=-1, help="RL steps in all, a resumed run included; -1: device default")
 parser.add_argument("--time-limit", type=float, default=-1, help="minutes of RL steps (held-out evaluations not "
@@ -558,22 +562,28 @@ def judge(groups):
 
 
 def distilled(groups, answers, adv):
-    """--distill: (group, advantages) for policy_step, one per group that found a new best for its task
-    (correct new code faster than the bank's best before this step): its fastest such answer after the
-    task's plain prompt, at --distill times its advantage. A contrastive run found a constant output at
-    3.8-4.2x on a task whose plain answers fused (1.1-1.2x), then wrote the fused one again at its next visit."""
+    """--distill: (group, advantages) for policy_step, trained after the task's plain prompt as well, one
+    per contrastive group: with --distill-rows best, a group that found a new best for its task (correct
+    new code faster than the bank's best before this step), its fastest such answer at --distill times its
+    advantage; with all, every answer of a group with a signal, each at --distill times its own. A
+    contrastive run found a constant output at 3.8-4.2x on a task whose plain answers fused (1.1-1.2x), then
+    wrote the fused one again at its next visit."""
     if not args.distill or args.plain:
         return []
     out = []
     for i, g in enumerate(groups):
         if not g["n_shown"]:  # its prompt was the plain one already (nothing to show, or no room)
             continue
+        plain = tok.encode_prompt(cudal1.plain_prompt(read(g["task"]), target))
+        if args.distill_rows == "all":
+            if adv[i * G:(i + 1) * G].abs().sum() > 0:
+                out.append((dict(prompt=plain, rows=g["rows"]), args.distill * adv[i * G:(i + 1) * G]))
+            continue
         before = bank.best_speedup(key[g["task"]])
         new = [j for j in range(i * G, (i + 1) * G)  # adv > 0: new code (known code earns none), above its group
                if adv[j] > 0 and answers[j]["record"]["correct"] and (answers[j]["record"]["speedup"] or 0) > before]
         if new:
             j = max(new, key=lambda j: answers[j]["record"]["speedup"])
-            plain = tok.encode_prompt(cudal1.plain_prompt(read(g["task"]), target))
             out.append((dict(prompt=plain, rows=[g["rows"][j - i * G]]), args.distill * adv[j:j + 1]))
     return out
 

@@ -665,14 +665,15 @@ def test_distill_trains_a_new_best_after_its_plain_prompt_too(tmp_path):
     """--distill 0.5: the step's new best (GOOD at 1.5x against the reference's 1.00x, advantage +1) is
     trained a second time, after the task's plain prompt, the prompt held-out answers are written to, at
     0.5 x its advantage. Not when the bank already holds something faster (a seed at 9.0x), and not in a
-    plain run, whose update is on the plain prompt already."""
+    plain run, whose update is on the plain prompt already. With --distill-rows all, the whole group."""
     seeds, small = tmp_path / "records.jsonl", tmp_path / "19_ReLU.seed.py"
     small.write_text(RELU.replace("x.clamp_min(0)", "x.relu()"))  # other code than GOOD's, faster
     seeds.write_text(json.dumps(dict(task=TASK, solution=str(small), status="ok", correct=True, speedup=9.0,
                                      env={"device": "cpu"})) + "\n")
     updates, logs = {}, {}
     for name, flags in [("off", []), ("on", ["--distill", "0.5"]), ("faster seed", ["--distill", "0.5", "--seed-bank", str(seeds)]),
-                        ("plain", ["--distill", "0.5", "--plain"])]:
+                        ("plain", ["--distill", "0.5", "--plain"]),
+                        ("all rows", ["--distill", "0.5", "--distill-rows", "all", "--seed-bank", str(seeds)])]:
         run, out, prompts = rl_runner(tmp_path / name.replace(" ", "-"), fake_judge=True)
         run(1, *flags)
         logs[name] = [json.loads(line)["distilled"] for line in open(out / "log.jsonl")]
@@ -681,4 +682,7 @@ def test_distill_trains_a_new_best_after_its_plain_prompt_too(tmp_path):
     assert updates["off"] == group and updates["faster seed"] == group, updates
     assert updates["on"] == group + [("plain", [True]), [0.5]], updates["on"]
     assert updates["plain"] == [("plain", [True, False]), [1.0, -1.0]], updates["plain"]
-    assert logs == {"off": [0], "on": [1], "faster seed": [0], "plain": [0]}
+    # --distill-rows all: the whole group after the plain prompt too, each answer at 0.5 x its own advantage,
+    # a new best or not (the seed is faster than GOOD here)
+    assert updates["all rows"] == group + [("plain", [True, False]), [0.5, -0.5]], updates["all rows"]
+    assert logs == {"off": [0], "on": [1], "faster seed": [0], "plain": [0], "all rows": [1]}
