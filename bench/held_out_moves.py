@@ -1,6 +1,7 @@
 """Which move does each held-out answer write, and how often does it pass? For each generated task's
 answers in train_rl.py's held_out_answers.jsonl (every attempt, every measurement), the teacher
-solution of that task nearest in code (difflib over the code, docstrings left out) names the move;
+solution of that task nearest in code (difflib over the code, docstrings left out) names the move, or
+'reference' where the task's own program is nearer (an answer that restates it, rightly or not);
 per move: answers, distinct codes among them, the share correct and the failures by status (a
 step-0 answer that several runs' files hold, as make rl-ablation gives each the start's, counts once). With
 --diffs, each distinct failing code's lines that differ from that solution: what the policy got wrong.
@@ -9,7 +10,7 @@ step-0 answer that several runs' files hold, as make rl-ablation gives each the 
     python bench/held_out_moves.py /tmp/dev/out/rl-start/held_out_answers.jsonl --diffs 20
 
 cudal1.moves_shown reads marks in the code and cannot tell a dropped no-op or a reduction moved first
-from the reference's own code; the nearest teacher solution can. Task files are read as bench/grounding.py
+from the reference's own code; the nearest of these can. Task files are read as bench/grounding.py
 reads them (from the run's own folder). The teacher's solutions of held-out tasks are an oracle for this
 report only, made in memory and never written.
 """
@@ -44,14 +45,25 @@ def code_lines(source):
     return [line for i, line in enumerate(source.splitlines()) if i not in drop]
 
 
+def restated(task_source):
+    """The task's forward as a teacher solution is laid out (its imports, class ModelNew(Model), forward
+    alone): an answer that changes nothing."""
+    tree, lines = ast.parse(task_source), task_source.splitlines()
+    model = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model")
+    forward = next(n for n in model.body if isinstance(n, ast.FunctionDef) and n.name == "forward")
+    imports = [lines[n.lineno - 1] for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    return imports + ["", "", "class ModelNew(Model):"] + lines[forward.lineno - 1:forward.end_lineno]
+
+
 def nearest(task_path, source):
-    """(move, the teacher solution's code lines) nearest to `source` among its task's teacher solutions."""
-    meta = json.load(open(os.path.splitext(task_path)[0] + ".json"))
+    """(move, its code lines) nearest to `source` among its task's teacher solutions and 'reference', the
+    task's own forward (an answer that restates it, rightly or not, applies no move)."""
+    with open(os.path.splitext(task_path)[0] + ".json") as f:
+        meta = json.load(f)
+    task = cudal1.read(task_path)
     mine = code_lines(source)
-    sols = [(m, code_lines(s)) for m, s in teacher.solutions(cudal1.read(task_path), meta)]
-    if not sols:
-        return "none", []
-    return max(sols, key=lambda ms: difflib.SequenceMatcher(None, ms[1], mine, autojunk=False).ratio())
+    named = [("reference", restated(task))] + [(m, code_lines(s)) for m, s in teacher.solutions(task, meta)]
+    return max(named, key=lambda ms: difflib.SequenceMatcher(None, ms[1], mine, autojunk=False).ratio())
 
 
 def main(argv=None):
@@ -84,7 +96,7 @@ def main(argv=None):
     md = ["# Held-out answers by the move they write", "",
           f"- command: `python bench/held_out_moves.py {' '.join(argv if argv is not None else sys.argv[1:])}`",
           f"- {total} answers to generated held-out tasks, {len(seen)} distinct (task, code); a move is the "
-          "task's teacher solution nearest in code", "",
+          "task's teacher solution nearest in code ('reference': its own forward)", "",
           "| move | answers | distinct codes | correct | failures |", "|---|---|---|---|---|"]
     for move, c in sorted(counts.items(), key=lambda mc: -mc[1]["answers"]):
         bad = ", ".join(f"{s} {n}" for s, n in c.most_common() if s not in ("answers", "ok"))

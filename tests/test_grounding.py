@@ -41,9 +41,10 @@ def test_a_task_is_read_from_the_run_that_holds_the_answers(tmp_path, monkeypatc
 
 
 def test_held_out_answers_are_counted_by_the_move_they_write(tmp_path):
-    # bench/held_out_moves.py: a held-out task's fused answer (its teacher's, passing, at two steps: one distinct
-    # code; its step-0 copy in a second run's file not counted again) and a PyTorch-level one with an op swapped (failing) are each named by their nearest teacher
-    # solution, and the failing one's differing line is shown
+    # bench/held_out_moves.py: a held-out task's fused answer (its teacher's, passing, at two steps: one
+    # distinct code; its step-0 copy in a second run's file not counted again) and a PyTorch-level one with an
+    # op changed (failing) are each named by their nearest teacher solution, an answer restating the task's
+    # forward by 'reference'; the failing PyTorch-level one's differing line is shown
     import json
     import cudal1
     import held_out_moves
@@ -58,6 +59,7 @@ def test_held_out_answers_are_counted_by_the_move_they_write(tmp_path):
     rows = [dict(step=0, attempt=1, task=rel, source=sols["fuse_epilogue"], status="ok"),
             dict(step=5, attempt=1, task=rel, source=sols["fuse_epilogue"], status="ok"),
             dict(step=5, attempt=2, task=rel, source=wrong, status="incorrect", message="max abs err 2"),
+            dict(step=5, attempt=3, task=rel, source="\n".join(held_out_moves.restated(cudal1.read(task))), status="incorrect"),
             dict(step=0, attempt=1, task="level2/1_X.py", source="x", status="ok")]
     answers = run / "held_out_answers.jsonl"
     answers.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -68,5 +70,6 @@ def test_held_out_answers_are_counted_by_the_move_they_write(tmp_path):
     assert held_out_moves.main([str(answers), str(again), "--diffs", "5", "--out", str(out)]) == 0
     text = out.read_text()
     assert "| fuse_epilogue | 2 | 1 | 100% | - |" in text and f"| {other} | 1 | 1 | 0% | incorrect 1 |" in text, text
-    assert "3 answers to generated held-out tasks, 2 distinct" in text
+    assert "| reference | 1 | 1 | 0% | incorrect 1 |" in text, text  # the task's own forward again: no move
+    assert "4 answers to generated held-out tasks, 3 distinct" in text
     assert f"{other}, incorrect: max abs err 2" in text and "\n+" in text.split("```diff")[1]
