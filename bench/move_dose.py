@@ -35,6 +35,38 @@ import evaluate  # noqa: E402
 from kernelbench import generate as gen, teacher  # noqa: E402
 
 
+def first_words(answer):
+    """The words of an answer's first line after its '## Performance Analysis' heading."""
+    return (answer.split("\n", 2)[1] if answer.startswith("## ") and "\n" in answer else answer).split()
+
+
+def openers(size, n=400):
+    """(first words, move) of the teacher's answers to n fresh training tasks: how each move opens."""
+    return [(first_words(cudal1.format_answer(cudal1.inherit_constructor(sol, src))), m)
+            for _, src, meta in gen.tasks(cudal1.FRESH_SEED, n, size, split="train")
+            for m, sol in teacher.solutions(src, meta)]
+
+
+def named(answer, known):
+    """The move whose teacher first line shares the most leading words (two at least) with the answer's,
+    among `known` (openers()); 'other' where none shares two. The first of a tie."""
+    words = first_words(answer)
+    shared = lambda ws: next((i for i, (x, y) in enumerate(zip(ws, words)) if x != y), min(len(ws), len(words)))
+    best = max(known, key=lambda o: shared(o[0]))
+    return best[1] if shared(best[0]) >= 2 else "other"
+
+
+def fresh_admitting(move, n, size):
+    """(name, source, meta) of the first n fresh training-split tasks whose teacher writes `move`."""
+    out, seed = [], cudal1.FRESH_SEED
+    while len(out) < n:
+        (name, src, meta), = gen.tasks(seed, 1, size, split="train")
+        seed = meta["seed"] + 1
+        if move in meta["moves"] and not cudal1.held_out(meta) and move in dict(teacher.solutions(src, meta)):
+            out.append((name, src, meta))
+    return out
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--init", default="out/sft", help="checkpoint to start from")
@@ -50,79 +82,60 @@ def main(argv=None):
     p.add_argument("--work", default="build/move_dose", help="where the held-out tasks are written")
     p.add_argument("--out", default="", help="Markdown file to write; empty: print only")
     a = p.parse_args(argv)
-    steps = sorted({int(s) for s in a.steps.split(",") if s})
     torch.manual_seed(0)
     device, _ = cudal1.autodetect()
     model, tok, _ = cudal1.load_checkpoint(a.init, device)
     model.eval()
-    prompt = lambda src: tok.encode_prompt(cudal1.plain_prompt(src, a.target))
-    answer = lambda src, sol: tok.encode_answer(cudal1.format_answer(cudal1.inherit_constructor(sol, src)))
 
-    def answers(src, meta):
-        return {m: answer(src, sol) for m, sol in teacher.solutions(src, meta)}
+    def task(src, meta):  # (plain prompt ids, {move: teacher answer ids})
+        return (tok.encode_prompt(cudal1.plain_prompt(src, a.target)),
+                {m: tok.encode_answer(cudal1.format_answer(cudal1.inherit_constructor(sol, src)))
+                 for m, sol in teacher.solutions(src, meta)})
 
-    train, seed = [], cudal1.FRESH_SEED
-    while len(train) < a.tasks:
-        for name, src, meta in gen.tasks(seed, 1, a.size, split="train"):
-            seed = meta["seed"] + 1
-            if a.move in meta["moves"] and not cudal1.held_out(meta):
-                sols = answers(src, meta)
-                if a.move in sols:
-                    train.append((name, prompt(src), sols))
-    held = []
-    for t in cudal1.held_out_tasks(a.work, a.held, a.size)["generated"]:
-        src = cudal1.read(t)
-        held.append((os.path.basename(t).split("_")[0], prompt(src), answers(src, json.load(open(t[:-3] + ".json")))))
-    admit = [h for h in held if a.move in h[2]]
-    rest = [h for h in held if a.move not in h[2]]
-    first = lambda text: (text.split("\n", 2)[1] if text.startswith("## ") and "\n" in text else text).split()
-    openers = [(first(cudal1.format_answer(cudal1.inherit_constructor(sol, src))), m)  # the teacher's first sentences
-               for _, src, meta in gen.tasks(cudal1.FRESH_SEED, 400, a.size) for m, sol in teacher.solutions(src, meta)]
+    fresh = fresh_admitting(a.move, a.tasks, a.size)
+    train = [task(src, meta) for _, src, meta in fresh]
+    held = {}  # id -> task, the held-out split's first --held (checked to be none of the tasks trained on)
+    for t in cudal1.held_out_tasks(a.work, a.held, a.size, trained=[src for _, src, _ in fresh])["generated"]:
+        with open(t[:-3] + ".json") as f:
+            held[os.path.basename(t).split("_")[0]] = task(cudal1.read(t), json.load(f))
+    known = openers(a.size)
 
-    def logp(prompt_ids, ids):
+    def logp(prompt, ids):
         with torch.no_grad():
-            lp, _ = cudal1.answer_logprobs(model, prompt_ids, [ids])
-        return lp.sum().item()
+            return cudal1.answer_logprobs(model, prompt, [ids])[0].sum().item()
 
-    def margin(prompt_ids, sols):
-        others = [logp(prompt_ids, ids[:a.open]) for m, ids in sols.items() if m != a.move]
-        return logp(prompt_ids, sols[a.move][:a.open]) - max(others) if others else float("nan")
+    def margin(prompt, sols):  # the move's opening over the likeliest other move's; nan where it has none
+        others = [logp(prompt, ids[:a.open]) for m, ids in sols.items() if m != a.move]
+        return logp(prompt, sols[a.move][:a.open]) - max(others) if others else float("nan")
 
-    def named(text):
-        """The move whose teacher first sentence shares the most leading words (two at least) with the
-        opening's; 'other' where none shares two."""
-        words = first(text)
-        shared = lambda ws: next((i for i, (x, y) in enumerate(zip(ws, words)) if x != y), min(len(ws), len(words)))
-        best = max(openers, key=lambda o: shared(o[0]))
-        return best[1] if shared(best[0]) >= 2 else "other"
-
-    own = {}  # each other task's move as its step-0 opening reads: the answer whose log-prob the dose may cost
+    own = {}  # each other held-out task's move at step 0: the answer whose log-prob the dose may cost
 
     def read(step):
         t0 = time.time()
         g = torch.Generator(device).manual_seed(0)
-        rows = cudal1.generate(model, [h[1] for h in held], 1, a.open, 0.0, 0, 1.0, g, tok.end_id, False)
-        opening = {h[0]: tok.decode(r[0]) for h, r in zip(held, rows)}
-        cells = [f"{h[0]} {named(opening[h[0]])} {margin(h[1], h[2]):+.1f}" for h in admit]
-        like = sum(named(opening[h[0]]) == a.move for h in rest)
-        for h in rest:  # its step-0 move, where the task admits it (else its first)
-            own.setdefault(h[0], named(opening[h[0]]) if named(opening[h[0]]) in h[2] else next(iter(h[2])))
-        tm = [margin(p_, sols) for _, p_, sols in train]
-        tm = [x for x in tm if x == x]
-        learnt = sum(logp(p_, sols[a.move]) for _, p_, sols in train) / len(train)
-        cost = sum(logp(h[1], h[2][own[h[0]]]) for h in rest) / max(1, len(rest))
+        rows = cudal1.generate(model, [h[0] for h in held.values()], 1, a.open, 0.0, 0, 1.0, g, tok.end_id, False)
+        move = {i: named(tok.decode(r[0]), known) for i, r in zip(held, rows)}
+        admit = [i for i in held if a.move in held[i][1]]
+        rest = [i for i in held if a.move not in held[i][1]]
+        for i in rest:
+            own.setdefault(i, move[i] if move[i] in held[i][1] else next(iter(held[i][1])))
+        tm = [x for x in (margin(*t) for t in train) if x == x]
+        learnt = sum(logp(pr, sols[a.move]) for pr, sols in train) / len(train)
+        cost = sum(logp(held[i][0], held[i][1][own[i]]) for i in rest) / max(1, len(rest))
         print(f"step {step}: read in {time.time() - t0:.0f} s", flush=True)
-        return (f"| {step} | {learnt:.2f} | {f'{sum(tm) / len(tm):+.1f}' if tm else '-'} | {'; '.join(cells)} | "
-                f"{sum(c.split()[1] == a.move for c in cells)} of {len(admit)} | {like} of {len(rest)} | {cost:.2f} |")
+        cells = "; ".join(f"{i} {move[i]} {margin(*held[i]):+.1f}" for i in admit)
+        return (f"| {step} | {learnt:.2f} | {f'{sum(tm) / len(tm):+.1f}' if tm else '-'} | {cells} | "
+                f"{sum(move[i] == a.move for i in admit)} of {len(admit)} | {sum(move[i] == a.move for i in rest)} "
+                f"of {len(rest)} | {cost:.2f} |")
 
     table = [read(0)]
     opt = cudal1.adamw(model, a.lr, 0.0, device)
-    done, n_tok = 0, sum(len(sols[a.move]) for _, _, sols in train)
-    for target in steps:
-        while done < target:
+    done, n_tok = 0, sum(len(sols[a.move]) for _, sols in train)
+    for target in sorted({int(s) for s in a.steps.split(",") if s}):
+        while done < target:  # one update over all of them: their tokens' mean, as pg_loss takes a batch
             model.train()
-            for _, p_, sols in train:  # one update over all of them: their tokens' mean, as pg_loss takes a batch
-                lp, mask = cudal1.answer_logprobs(model, p_, [sols[a.move]])
+            for prompt, sols in train:
+                lp, mask = cudal1.answer_logprobs(model, prompt, [sols[a.move]])
                 (cudal1.pg_loss(lp, mask, torch.tensor([a.adv], device=device)) * mask.sum() / n_tok).backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
@@ -130,14 +143,15 @@ def main(argv=None):
             model.eval()
             done += 1
         table.append(read(done))
+    n_admit = sum(a.move in sols for _, sols in held.values())
     md = [f"# Training {a.move} after plain prompts: how far it moves held-out choices", "",
           f"- command: `python bench/move_dose.py {' '.join(argv if argv is not None else sys.argv[1:])}`, "
           f"commit {evaluate.commit()}, torch {torch.__version__}, {device}",
-          f"- trained: {', '.join(n for n, _, _ in train)} (their {a.move} teacher answers, advantage {a.adv}, "
-          f"lr {a.lr}); read: the first {a.held} held-out generated tasks, {len(admit)} of them admitting {a.move}",
-          "", f"| step | trained answers' log-prob | their margin | held-out tasks admitting it: the move its opening names, "
-          f"margin | open with {a.move} | other held-out tasks opening like it | their step-0 move's answer, "
-          "log-prob |", "|---|---|---|---|---|---|---|", *table]
+          f"- trained: {', '.join(n for n, _, _ in fresh)} (their {a.move} teacher answers, advantage {a.adv}, "
+          f"lr {a.lr}); read: the first {a.held} held-out generated tasks, {n_admit} of them admitting {a.move}",
+          "", "| step | trained answers' log-prob | their margin | held-out tasks admitting it: the move its "
+          f"opening names, margin | open with {a.move} | other held-out tasks opening with it | their step-0 "
+          "move's answer, log-prob |", "|---|---|---|---|---|---|---|", *table]
     cudal1.write_markdown(md, a.out)
     return 0
 

@@ -511,6 +511,22 @@ def test_move_dose_trains_the_move_and_reads_the_held_out_tasks(tmp_path):
     assert "trained: 1000001_" in out.read_text()  # the fresh tasks trained on are named
 
 
+def test_move_dose_names_an_opening_by_its_teachers_first_line(tmp_path):
+    # the teacher's answers to 12 held-out tasks open as their own move does on 400 training tasks (every
+    # move's phrasings: "Fuse the 3 ops ...", "Leave out an op ...", "Fold `x * ...`" against "Fold `x + ...`")
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import move_dose
+    from kernelbench import teacher
+    known = move_dose.openers("cpu")
+    said = []
+    for t in cudal1.held_out_tasks(str(tmp_path), 12, "cpu")["generated"]:
+        src = cudal1.read(t)
+        for move, sol in teacher.solutions(src, json.load(open(t[:-3] + ".json"))):
+            said.append((move, move_dose.named(cudal1.format_answer(cudal1.inherit_constructor(sol, src)), known)))
+    assert len({m for m, _ in said}) >= 5 and all(m == n for m, n in said), said
+    assert move_dose.named("## Performance Analysis\nThe kernel is fast.", known) == "other"
+
+
 def test_held_out_line_of_the_start_is_measured_once_and_reused(tmp_path):
     """make rl-ablation measures --init once (--steps 0) and gives every run that step-0 line."""
     run, out, prompts = rl_runner(tmp_path, fake_judge=True)
