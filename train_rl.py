@@ -98,7 +98,7 @@ parser.add_argument("--kl-coef", type=float, default=0.0, help="k3 KL penalty to
 parser.add_argument("--distill", type=float, default=0.0, help="contrastive runs: a group's fastest new best (correct "
                     "new code, faster than its task's best before the step) is also trained after its task's plain "
                     "prompt, at this times its advantage (its tokens count in the update's token mean, so the "
-                    "other answers weigh a little less). The held-out split is answered to plain prompts, so a "
+                    "other answers weigh less: a little with --distill-rows best, about half with all). The held-out split is answered to plain prompts, so a "
                     "move found under a contrastive prompt reaches it only this way; 0: off")
 parser.add_argument("--distill-rows", choices=("best", "all"), default="best", help="with --distill: best, the new "
                     "best alone; all, every answer of each contrastive group with a signal, at --distill times its "
@@ -147,6 +147,8 @@ parser.add_argument("--dtype", default="", help="compute dtype; empty: bfloat16 
 parser.add_argument("--seed", type=int, default=1337)
 parser.add_argument("--save-every", type=int, default=5, help="steps between checkpoints (the bank: every step)")
 args = parser.parse_args()
+if args.distill_rows != "best" and not args.distill:
+    parser.error("--distill-rows all trains nothing without --distill W (W > 0)")
 
 # Left at -1 / unset, these follow the device. Few tasks on purpose: a task's prompt contrasts the
 # policy's own earlier answers only once the bank holds them, so in a short run each task must come

@@ -689,7 +689,10 @@ def test_distill_trains_a_new_best_after_its_plain_prompt_too(tmp_path):
     updates, logs = {}, {}
     for name, flags in [("off", []), ("on", ["--distill", "0.5"]), ("faster seed", ["--distill", "0.5", "--seed-bank", str(seeds)]),
                         ("plain", ["--distill", "0.5", "--plain"]),
-                        ("all rows", ["--distill", "0.5", "--distill-rows", "all", "--seed-bank", str(seeds)])]:
+                        ("all rows", ["--distill", "0.5", "--distill-rows", "all", "--seed-bank", str(seeds)]),
+                        ("all rows, two tasks", ["--distill", "0.5", "--distill-rows", "all", "--rl-tasks",
+                                                 f"{TASK},level1/22_Tanh.py", "--tasks-per-step", "2",
+                                                 "--num-samples", "3"])]:
         run, out, prompts = rl_runner(tmp_path / name.replace(" ", "-"), fake_judge=True)
         run(1, *flags)
         logs[name] = [json.loads(line)["distilled"] for line in open(out / "log.jsonl")]
@@ -701,4 +704,12 @@ def test_distill_trains_a_new_best_after_its_plain_prompt_too(tmp_path):
     # --distill-rows all: the whole group after the plain prompt too, each answer at 0.5 x its own advantage,
     # a new best or not (the seed is faster than GOOD here)
     assert updates["all rows"] == group + [("plain", [True, False]), [0.5, -0.5]], updates["all rows"]
-    assert logs == {"off": [0], "on": [1], "faster seed": [0], "plain": [0], "all rows": [1]}
+    # two groups of three (GOOD, BAD, GOOD2): each group's own advantages after its own plain prompt
+    two = updates["all rows, two tasks"]
+    assert [kind for kind, _ in two[0::2]] == ["contrastive", "contrastive", "plain", "plain"], two
+    assert two[1] == two[3] and two[1][0] > 0 > two[1][1], two  # GOOD above BAD: a slice off by a row reads otherwise
+    assert two[5] == two[7] == pytest.approx([0.5 * a for a in two[1]], abs=1e-4), two  # a group's slice, in order
+    assert logs == {"off": [0], "on": [1], "faster seed": [0], "plain": [0], "all rows": [1], "all rows, two tasks": [2]}
+    run, *_ = rl_runner(tmp_path / "no-weight", fake_judge=True)
+    with pytest.raises(AssertionError, match="--distill-rows all trains nothing without --distill"):
+        run(1, "--distill-rows", "all")
