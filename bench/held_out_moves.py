@@ -75,7 +75,9 @@ def main(argv=None):
     seen, counts, codes, fails = {}, collections.defaultdict(collections.Counter), collections.defaultdict(set), []
     start = set()  # step-0 answers: make rl-ablation gives every run the start's, counted once
     for path in a.answers:
-        for r in map(json.loads, open(path)):
+        with open(path) as f:
+            rows = [json.loads(line) for line in f]
+        for r in rows:
             if "/levelG/" not in r["task"] or not r.get("source"):
                 continue
             task = task_file(path, r["task"])
