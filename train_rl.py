@@ -98,8 +98,9 @@ parser.add_argument("--kl-coef", type=float, default=0.0, help="k3 KL penalty to
 parser.add_argument("--distill", type=float, default=0.0, help="contrastive runs: a group's fastest new best (correct "
                     "new code, faster than its task's best before the step) is also trained after its task's plain "
                     "prompt, at this times its advantage (its tokens count in the update's token mean, so the "
-                    "other answers weigh less: a little with --distill-rows best, about half with all). The held-out split is answered to plain prompts, so a "
-                    "move found under a contrastive prompt reaches it only this way; 0: off")
+                    "other answers weigh less: a little with --distill-rows best, about half with all). The "
+                    "held-out split is answered to plain prompts, so a move found under a contrastive prompt "
+                    "reaches it only this way; 0: off")
 parser.add_argument("--distill-rows", choices=("best", "all"), default="best", help="with --distill: best, the new "
                     "best alone; all, every answer of each contrastive group with a signal, at --distill times its "
                     "own advantage, so the plain prompt also learns what lost on that task (a distilled best alone "
