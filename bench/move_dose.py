@@ -6,7 +6,8 @@ The dose a policy-gradient signal needs before it reaches the held-out split, re
 Takes the teacher's answers of --move for the first --tasks fresh training-split tasks that admit it
 (seeds from cudal1.FRESH_SEED, which stage 1 never draws) and trains them after their plain prompts,
 as train_rl.py --distill trains a new best: pg_loss at advantage --adv, AdamW at --lr, one update a
-step over all of them. Before the first step and after each listed one it reads the first --held
+step over all of them. The same answers every step, and nothing else in the update: an upper bound on
+what --distill gives, where a new best is trained once, one row among a step's answers. Before the first step and after each listed one it reads the first --held
 held-out generated tasks (cudal1.held_out_tasks, the ones train_rl measures):
   learnt   mean log-prob of the trained answers, whole.
   margin   log-prob of the move's teacher answer's first --open tokens (the analysis' heading and
@@ -18,7 +19,7 @@ held-out generated tasks (cudal1.held_out_tasks, the ones train_rl measures):
            held-out tasks, how many open with the move.
   others   mean log-prob of the other held-out tasks' whole teacher answers, each of the move its
            step-0 opening names: what the dose costs where the move does not apply.
-Nothing is saved. The 27.8M policy on a 2-core CPU: ~5 s a step, ~1 min a reading.
+Nothing is saved. The 27.8M policy on a 2-core CPU: ~5 s a step, ~40 s a reading (the first ~5 min).
 """
 import argparse
 import json
