@@ -26,7 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 import cudal1  # noqa: E402
 import evaluate  # noqa: E402
-from kernelbench import teacher  # noqa: E402
+from kernelbench import generate as gen, teacher  # noqa: E402
 
 
 def geomean(xs):
@@ -54,8 +54,7 @@ def main(argv=None):
     answers = policy_answers(a.answers, a.step) if a.answers else {}
     pairs, who = [], []  # (task, source) in one judge call; who: (task, move or 'policy')
     for t in tasks:
-        meta = json.load(open(os.path.splitext(t)[0] + ".json"))
-        for move, src in teacher.solutions(cudal1.read(t), meta):
+        for move, src in teacher.solutions(cudal1.read(t), gen.read_meta(t)):
             if gpu or "load_cuda(" not in src:  # the fused epilogue needs a GPU
                 pairs.append((t, src))
                 who.append((t, move))

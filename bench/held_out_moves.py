@@ -27,7 +27,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 import cudal1  # noqa: E402
 from grounding import task_file  # noqa: E402
-from kernelbench import teacher  # noqa: E402
+from kernelbench import generate as gen, teacher  # noqa: E402
 
 
 def code_lines(source):
@@ -58,11 +58,10 @@ def restated(task_source):
 def nearest(task_path, source):
     """(move, its code lines) nearest to `source` among its task's teacher solutions and 'reference', the
     task's own forward (an answer that restates it, rightly or not, applies no move)."""
-    with open(os.path.splitext(task_path)[0] + ".json") as f:
-        meta = json.load(f)
     task = cudal1.read(task_path)
     mine = code_lines(source)
-    named = [("reference", restated(task))] + [(m, code_lines(s)) for m, s in teacher.solutions(task, meta)]
+    sols = teacher.solutions(task, gen.read_meta(task_path))
+    named = [("reference", restated(task))] + [(m, code_lines(s)) for m, s in sols]
     return max(named, key=lambda ms: difflib.SequenceMatcher(None, ms[1], mine, autojunk=False).ratio())
 
 

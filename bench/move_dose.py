@@ -7,8 +7,9 @@ Takes the teacher's answers of --move for the first --tasks fresh training-split
 (seeds from cudal1.FRESH_SEED, which stage 1 never draws) and trains them after their plain prompts,
 as train_rl.py --distill trains a new best: pg_loss at advantage --adv, AdamW at --lr, one update a
 step over all of them. The same answers every step, and nothing else in the update: an upper bound on
-what --distill gives, where a new best is trained once, one row among a step's answers. Before the first step and after each listed one it reads the first --held
-held-out generated tasks (cudal1.held_out_tasks, the ones train_rl measures):
+what --distill gives, where a new best is trained once, one row among a step's answers. Before the
+first step and after each listed one it reads the first --held held-out generated tasks
+(cudal1.held_out_tasks, the ones train_rl measures):
   learnt   mean log-prob of the trained answers, whole.
   margin   log-prob of the move's teacher answer's first --open tokens (the analysis' heading and
            first sentence, where an answer names its move) minus that of the task's likeliest other
@@ -22,7 +23,6 @@ held-out generated tasks (cudal1.held_out_tasks, the ones train_rl measures):
 Nothing is saved. The 27.8M policy on a 2-core CPU: ~5 s a step, ~40 s a reading (the first ~5 min).
 """
 import argparse
-import json
 import os
 import sys
 import time
@@ -97,8 +97,7 @@ def main(argv=None):
     train = [task(src, meta) for _, src, meta in fresh]
     held = {}  # id -> task, the held-out split's first --held (checked to be none of the tasks trained on)
     for t in cudal1.held_out_tasks(a.work, a.held, a.size, trained=[src for _, src, _ in fresh])["generated"]:
-        with open(t[:-3] + ".json") as f:
-            held[os.path.basename(t).split("_")[0]] = task(cudal1.read(t), json.load(f))
+        held[os.path.basename(t).split("_")[0]] = task(cudal1.read(t), gen.read_meta(t))
     known = openers(a.size)
 
     def logp(prompt, ids):

@@ -728,6 +728,12 @@ def write(out_dir, name, source, meta):
         json.dump(meta, f, indent=1)
 
 
+def read_meta(task_path):
+    """The metadata write() put beside a task file (NAME.json for NAME.py)."""
+    with open(os.path.splitext(task_path)[0] + ".json") as f:
+        return json.load(f)
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="write generated KernelBench-style tasks")
     parser.add_argument("--seed", type=int, default=0, help="first seed")

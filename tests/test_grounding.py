@@ -48,10 +48,10 @@ def test_held_out_answers_are_counted_by_the_move_they_write(tmp_path):
     import json
     import cudal1
     import held_out_moves
-    from kernelbench import teacher
+    from kernelbench import generate, teacher
     run = tmp_path / "run"
     (task,) = cudal1.held_out_tasks(str(run / "out" / "held"), 1, "cpu")["generated"]
-    sols = dict(teacher.solutions(cudal1.read(task), json.load(open(task[:-3] + ".json"))))
+    sols = dict(teacher.solutions(cudal1.read(task), generate.read_meta(task)))
     other = next(m for m in sols if m != "fuse_epilogue")
     wrong = sols[other].replace("x = ", "x = -", 1)  # one line changed
     assert wrong != sols[other]

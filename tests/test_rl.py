@@ -516,12 +516,12 @@ def test_move_dose_names_an_opening_by_its_teachers_first_line(tmp_path):
     # move's phrasings: "Fuse the 3 ops ...", "Leave out an op ...", "Fold `x * ...`" against "Fold `x + ...`")
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     import move_dose
-    from kernelbench import teacher
+    from kernelbench import generate, teacher
     known = move_dose.openers("cpu")
     said = []
     for t in cudal1.held_out_tasks(str(tmp_path), 12, "cpu")["generated"]:
         src = cudal1.read(t)
-        for move, sol in teacher.solutions(src, json.load(open(t[:-3] + ".json"))):
+        for move, sol in teacher.solutions(src, generate.read_meta(t)):
             said.append((move, move_dose.named(cudal1.format_answer(cudal1.inherit_constructor(sol, src)), known)))
     assert len({m for m, _ in said}) >= 5 and all(m == n for m, n in said), said
     assert move_dose.named("## Performance Analysis\nThe kernel is fast.", known) == "other"

@@ -167,10 +167,10 @@ def test_held_out_ceiling_judges_every_move_and_the_policy_in_one_call(tmp_path)
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     import json
     import held_out_ceiling
-    from kernelbench import teacher
+    from kernelbench import generate, teacher
     work = tmp_path / "work"
     t1, t2 = cudal1.held_out_tasks(str(work), 2, "cpu")["generated"]
-    move, sol = [(m, s) for m, s in teacher.solutions(cudal1.read(t1), json.load(open(t1[:-3] + ".json")))
+    move, sol = [(m, s) for m, s in teacher.solutions(cudal1.read(t1), generate.read_meta(t1))
                  if "load_cuda(" not in s][0]  # one the CPU runs
     answers = tmp_path / "held_out_answers.jsonl"
     answers.write_text("".join(json.dumps(dict(step=0, task=f"out/x/held_out/levelG/{os.path.basename(t)}", attempt=1,
