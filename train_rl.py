@@ -574,20 +574,20 @@ def distilled(groups, answers, adv):
     if not args.distill or args.plain:
         return []
     out = []
+    plain = lambda g: tok.encode_prompt(cudal1.plain_prompt(read(g["task"]), target))  # only where one trains
     for i, g in enumerate(groups):
         if not g["n_shown"]:  # its prompt was the plain one already (nothing to show, or no room)
             continue
-        plain = tok.encode_prompt(cudal1.plain_prompt(read(g["task"]), target))
         if args.distill_rows == "all":
             if adv[i * G:(i + 1) * G].abs().sum() > 0:
-                out.append((dict(prompt=plain, rows=g["rows"]), args.distill * adv[i * G:(i + 1) * G]))
+                out.append((dict(prompt=plain(g), rows=g["rows"]), args.distill * adv[i * G:(i + 1) * G]))
             continue
         before = bank.best_speedup(key[g["task"]])
         new = [j for j in range(i * G, (i + 1) * G)  # adv > 0: new code (known code earns none), above its group
                if adv[j] > 0 and answers[j]["record"]["correct"] and (answers[j]["record"]["speedup"] or 0) > before]
         if new:
             j = max(new, key=lambda j: answers[j]["record"]["speedup"])
-            out.append((dict(prompt=plain, rows=[g["rows"][j - i * G]]), args.distill * adv[j:j + 1]))
+            out.append((dict(prompt=plain(g), rows=[g["rows"][j - i * G]]), args.distill * adv[j:j + 1]))
     return out
 
 
@@ -724,7 +724,7 @@ def log_step(step, answers, rejudged, n_shown, loss, times, n_distilled):
                 composed=sum(len(cudal1.moves_shown(a["source"])) >= 2 for a in good) / max(1, len(good)),
                 exemplars=statistics.mean(n_shown) if n_shown else 0, best=best, rejudged=len(rejudged),
                 signal=signal, distinct=distinct,  # groups with a learning signal; parsed codes per group
-                distilled=n_distilled,  # --distill: new bests trained after their plain prompt too
+                distilled=n_distilled,  # --distill: new bests (rows all: groups) also trained after plain prompts
                 statuses=dict(Counter(r["status"] for r in recs)),
                 rejects=dict(Counter(r["message"] for r in recs if r["status"] == "parse_error").most_common(3)),
                 sample_s=round(t1 - t0, 1), judge_s=round(t2 - t1, 1), train_s=round(t3 - t2, 1),
