@@ -95,16 +95,6 @@ parser.add_argument("--update-tokens", type=int, default=-1, help="at most this 
 parser.add_argument("--ppo-epochs", type=int, default=1, help="optimizer steps per batch (>1 gives --clip-eps work)")
 parser.add_argument("--clip-eps", type=float, default=0.0, help="PPO ratio clip; 0: off")
 parser.add_argument("--kl-coef", type=float, default=0.0, help="k3 KL penalty to the --init policy; 0: off")
-parser.add_argument("--distill", type=float, default=0.0, help="contrastive runs: a group's fastest new best (correct "
-                    "new code, faster than its task's best before the step) is also trained after its task's plain "
-                    "prompt, at this times its advantage (its tokens count in the update's token mean, so the "
-                    "other answers weigh less: a little with --distill-rows best, about half with all). The "
-                    "held-out split is answered to plain prompts, so a move found under a contrastive prompt "
-                    "reaches it only this way; 0: off")
-parser.add_argument("--distill-rows", choices=("best", "all"), default="best", help="with --distill: best, the new "
-                    "best alone; all, every answer of each contrastive group with a signal, at --distill times its "
-                    "own advantage, so the plain prompt also learns what lost on that task (a distilled best alone "
-                    "raised its move on every held-out task alike: results/move-dose-cpu.md)")
 # ---- optimization
 parser.add_argument("--steps", type=int, default=-1, help="RL steps in all, a resumed run included; -1: device default")
 parser.add_argument("--time-limit", type=float, default=-1, help="minutes of RL steps (held-out evaluations not "
@@ -148,8 +138,6 @@ parser.add_argument("--dtype", default="", help="compute dtype; empty: bfloat16 
 parser.add_argument("--seed", type=int, default=1337)
 parser.add_argument("--save-every", type=int, default=5, help="steps between checkpoints (the bank: every step)")
 args = parser.parse_args()
-if args.distill_rows != "best" and not args.distill:
-    parser.error("--distill-rows all trains nothing without --distill W (W > 0)")
 
 # Left at -1 / unset, these follow the device. Few tasks on purpose: a task's prompt contrasts the
 # policy's own earlier answers only once the bank holds them, so in a short run each task must come
@@ -564,40 +552,11 @@ def judge(groups):
     return answers, rejudged
 
 
-def distilled(groups, answers, adv):
-    """--distill: (group, advantages) for policy_step, trained after the task's plain prompt as well, one
-    per contrastive group: with --distill-rows best, a group that found a new best for its task (correct
-    new code faster than the bank's best before this step), its fastest such answer at --distill times its
-    advantage; with all, every answer of a group with a signal, each at --distill times its own. A
-    contrastive run found a constant output at 3.8-4.2x on a task whose plain answers fused (1.1-1.2x), then
-    wrote the fused one again at its next visit."""
-    if not args.distill or args.plain:
-        return []
-    out = []
-    plain = lambda g: tok.encode_prompt(cudal1.plain_prompt(read(g["task"]), target))  # only where one trains
-    for i, g in enumerate(groups):
-        if not g["n_shown"]:  # its prompt was the plain one already (nothing to show, or no room)
-            continue
-        if args.distill_rows == "all":
-            if adv[i * G:(i + 1) * G].abs().sum() > 0:
-                out.append((dict(prompt=plain(g), rows=g["rows"]), args.distill * adv[i * G:(i + 1) * G]))
-            continue
-        before = bank.best_speedup(key[g["task"]])
-        new = [j for j in range(i * G, (i + 1) * G)  # adv > 0: new code (known code earns none), above its group
-               if adv[j] > 0 and answers[j]["record"]["correct"] and (answers[j]["record"]["speedup"] or 0) > before]
-        if new:
-            j = max(new, key=lambda j: answers[j]["record"]["speedup"])
-            out.append((dict(prompt=plain(g), rows=[g["rows"][j - i * G]]), args.distill * adv[j:j + 1]))
-    return out
-
-
-def policy_step(groups, adv, extra=()):
-    """--ppo-epochs optimizer steps (default one) on this batch and `extra` ((group, advantages):
-    distilled); returns the last loss, or None when no group anywhere had a signal (all its rewards
-    equal). Groups without one are skipped: their advantages are zero, so they would add only
-    forward passes and count in the mean."""
+def policy_step(groups, adv):
+    """--ppo-epochs optimizer steps (default one) on this batch; returns the last loss, or None
+    when no group anywhere had a signal (all its rewards equal). Groups without one are skipped:
+    their advantages are zero, so they would add only forward passes and count in the mean."""
     live = [(g, adv[i * G:(i + 1) * G]) for i, g in enumerate(groups) if adv[i * G:(i + 1) * G].abs().sum() > 0]
-    live += list(extra)
     n_tok = torch.tensor(float(sum(len(r) for g, _ in live for r in g["rows"])), device=device)
     if ddp:
         dist.all_reduce(n_tok)  # the loss is a mean over the answer tokens of every rank
@@ -700,7 +659,7 @@ def update_bank(answers, step):
             write_candidate(new, step)
 
 
-def log_step(step, answers, rejudged, n_shown, loss, times, n_distilled):
+def log_step(step, answers, rejudged, n_shown, loss, times):
     """One line per step on screen, the same numbers in log.jsonl; every answer in answers.jsonl."""
     t0, t1, t2, t3 = times
     n = len(answers)
@@ -724,7 +683,6 @@ def log_step(step, answers, rejudged, n_shown, loss, times, n_distilled):
                 composed=sum(len(cudal1.moves_shown(a["source"])) >= 2 for a in good) / max(1, len(good)),
                 exemplars=statistics.mean(n_shown) if n_shown else 0, best=best, rejudged=len(rejudged),
                 signal=signal, distinct=distinct,  # groups with a learning signal; parsed codes per group
-                distilled=n_distilled,  # --distill: new bests (rows all: groups) also trained after plain prompts
                 statuses=dict(Counter(r["status"] for r in recs)),
                 rejects=dict(Counter(r["message"] for r in recs if r["status"] == "parse_error").most_common(3)),
                 sample_s=round(t1 - t0, 1), judge_s=round(t2 - t1, 1), train_s=round(t3 - t2, 1),
@@ -771,17 +729,13 @@ while step < args.steps:
     known_code = {g["task"]: bank.sources(key[g["task"]]) for g in groups}  # the bank before this step
     known = [a["source"] is not None and cudal1.same_code(a["source"]) in known_code[a["task"]] for a in answers]
     adv = cudal1.group_advantages(rewards, G, args.adv_clip, args.std_floor, known)  # known code earns none
-    extra = distilled(groups, answers, adv)  # before update_bank: the bests of the bank before this step
-    loss = policy_step(groups, adv, extra)
-    n_distilled = torch.tensor(float(len(extra)), device=device)
-    if ddp:
-        dist.all_reduce(n_distilled)  # every rank's
+    loss = policy_step(groups, adv)
     t3 = time.time()
     for a, r, k, v in zip(answers, rewards, known, adv.tolist()):
         a["reward"], a["known"], a["adv"] = r, k, v
     answers, rejudged, n_shown = share(answers, rejudged, [g["n_shown"] for g in groups])
     update_bank(answers, step)
-    log_step(step, answers, rejudged, n_shown, loss, (t0, t1, t2, t3), int(n_distilled.item()))
+    log_step(step, answers, rejudged, n_shown, loss, (t0, t1, t2, t3))
 
     # ---- save; stop at the time limit (rank 0's clock decides for everyone)
     step += 1

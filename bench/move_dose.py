@@ -5,9 +5,10 @@ The dose a policy-gradient signal needs before it reaches the held-out split, re
 
 Takes the teacher's answers of --move for the first --tasks fresh training-split tasks that admit it
 (seeds from cudal1.FRESH_SEED, which stage 1 never draws) and trains them after their plain prompts,
-as train_rl.py --distill trains a new best: pg_loss at advantage --adv, AdamW at --lr, one update a
-step over all of them. The same answers every step, and nothing else in the update: an upper bound on
-what --distill gives, where a new best is trained once, one row among a step's answers. Before the
+as a stage-3 step would train a new best there: pg_loss at advantage --adv, AdamW at --lr, one update
+a step over all of them. The same answers every step, and nothing else in the update: an upper bound on
+a new best trained once, one row among a step's answers (train_rl.py --distill did that, and moved no
+held-out answer's move in 2-minute runs: results/learning-h100-distill.md). Before the
 first step and after each listed one it reads the first --held held-out generated tasks
 (cudal1.held_out_tasks, the ones train_rl measures):
   learnt   mean log-prob of the trained answers, whole.

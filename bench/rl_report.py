@@ -124,9 +124,7 @@ md = [f"# Contrastive vs plain RL ({env.get('gpu', '?')})", "",
          "is the prompt (earlier solutions with their measured speedups, or none)."), "",
       f"- command: `python bench/rl_report.py {' '.join(args.runs)}`; runs: "
       + "; ".join(f"`{r['path']}` ({r['name']}, {len(r['log'])} steps, "
-                  f"{r['log'][-1]['elapsed_s'] / 60 if r['log'] else 0:.1f} min"
-                  + (f", {n} {'groups' if r['settings'].get('distill_rows') == 'all' else 'new bests'} distilled"
-                     if (n := sum(l.get("distilled", 0) for l in r["log"])) else "") + ")"
+                  f"{r['log'][-1]['elapsed_s'] / 60 if r['log'] else 0:.1f} min)"
                   for r in runs),
       f"- init `{s0['init']}`; {s0['tasks_per_step']} tasks/step, G={s0['num_samples']}, lr {s0['lr']:g}, "
       f"temperature {s0['temperature']}, adv clip {s0['adv_clip']}, judge trials {s0['trials']} iters {s0['iters']}"

@@ -227,20 +227,6 @@ def fake_generate(model, batch, num_samples=1, max_new_tokens=512, temperature=1
     return [[tok.encode_answer(BAD if i % 2 else GOOD2 if i % 4 == 2 else GOOD) for i in range(num_samples)] for p in batch]
 
 cudal1.generate = fake_generate
-_logprobs, _pg_loss = cudal1.answer_logprobs, cudal1.pg_loss
-
-def logged_logprobs(model, prompt, answers, *a, **kw):  # each update part: its prompt's kind, which rows are GOOD
-    with open({prompts!r} + ".update", "a") as f:
-        f.write(repr(("contrastive" if "Earlier solutions" in tok.decode(prompt) else "plain",
-                      [tok.decode(r) == GOOD for r in answers])) + "\\n")
-    return _logprobs(model, prompt, answers, *a, **kw)
-
-def logged_pg_loss(logp, mask, adv, *a, **kw):  # and its advantages
-    with open({prompts!r} + ".update", "a") as f:
-        f.write(repr([round(v, 4) for v in adv.tolist()]) + "\\n")
-    return _pg_loss(logp, mask, adv, *a, **kw)
-
-cudal1.answer_logprobs, cudal1.pg_loss = logged_logprobs, logged_pg_loss
 if {fake_judge!r}:  # a stand-in judge: 1.5x for anything that parsed, a second's wait per call
     import time, evaluate
     def fake_judge_many(pairs, **kw):
@@ -661,7 +647,7 @@ def test_rl_report_names_runs_by_the_setting_they_differ_in(tmp_path):
             lr=1e-5, temperature=0.8, adv_clip=1.5, trials=5, iters=20, **({"rl_cover": cover} if cover else {}))))
         (d / "log.jsonl").write_text(json.dumps(dict(
             step=0, reward_mean=0.0, parsed=1.0, compiled=1.0, correct=1.0, composed=0, exemplars=0, best={},
-            statuses={"ok": 1}, elapsed_s=10.0, **({"distilled": 2} if cover else {}))) + "\n")
+            statuses={"ok": 1}, elapsed_s=10.0)) + "\n")
         stats = {"generated": dict(tasks=2, answers=2, correct=0.5, solved=1, geomean=1.1 + cover / 10)}
         (d / "held_out.jsonl").write_text("".join(json.dumps(dict(step=s, stats=stats)) + "\n" for s in (0, 1)))
         runs.append(str(d))
@@ -673,43 +659,4 @@ def test_rl_report_names_runs_by_the_setting_they_differ_in(tmp_path):
     assert "| contrastive rl_cover=? seed 1 |" in text and "| contrastive rl_cover=3 seed 1 |" in text, text
     assert "contrastive rl_cover=3: mean over 1 seed(s) of the last generated geomean 1.40x" in text, text
     assert "device=" not in text and "the arms differ in the prompt" in text and "and in rl_cover," in text, text
-    assert "(contrastive rl_cover=3 seed 1, 1 steps, 0.2 min, 2 new bests distilled)" in text, text
     assert (tmp_path / "report.svg").read_text().count("<polyline") == 2
-
-
-def test_distill_trains_a_new_best_after_its_plain_prompt_too(tmp_path):
-    """--distill 0.5: the step's new best (GOOD at 1.5x against the reference's 1.00x, advantage +1) is
-    trained a second time, after the task's plain prompt, the prompt held-out answers are written to, at
-    0.5 x its advantage. Not when the bank already holds something faster (a seed at 9.0x), and not in a
-    plain run, whose update is on the plain prompt already. With --distill-rows all, the whole group."""
-    seeds, small = tmp_path / "records.jsonl", tmp_path / "19_ReLU.seed.py"
-    small.write_text(RELU.replace("x.clamp_min(0)", "x.relu()"))  # other code than GOOD's, faster
-    seeds.write_text(json.dumps(dict(task=TASK, solution=str(small), status="ok", correct=True, speedup=9.0,
-                                     env={"device": "cpu"})) + "\n")
-    updates, logs = {}, {}
-    for name, flags in [("off", []), ("on", ["--distill", "0.5"]), ("faster seed", ["--distill", "0.5", "--seed-bank", str(seeds)]),
-                        ("plain", ["--distill", "0.5", "--plain"]),
-                        ("all rows", ["--distill", "0.5", "--distill-rows", "all", "--seed-bank", str(seeds)]),
-                        ("all rows, two tasks", ["--distill", "0.5", "--distill-rows", "all", "--rl-tasks",
-                                                 f"{TASK},level1/22_Tanh.py", "--tasks-per-step", "2",
-                                                 "--num-samples", "3"])]:
-        run, out, prompts = rl_runner(tmp_path / name.replace(" ", "-"), fake_judge=True)
-        run(1, *flags)
-        logs[name] = [json.loads(line)["distilled"] for line in open(out / "log.jsonl")]
-        updates[name] = [eval(line) for line in open(prompts + ".update")]
-    group = [("contrastive", [True, False]), [1.0, -1.0]]  # GOOD and BAD after the contrastive prompt
-    assert updates["off"] == group and updates["faster seed"] == group, updates
-    assert updates["on"] == group + [("plain", [True]), [0.5]], updates["on"]
-    assert updates["plain"] == [("plain", [True, False]), [1.0, -1.0]], updates["plain"]
-    # --distill-rows all: the whole group after the plain prompt too, each answer at 0.5 x its own advantage,
-    # a new best or not (the seed is faster than GOOD here)
-    assert updates["all rows"] == group + [("plain", [True, False]), [0.5, -0.5]], updates["all rows"]
-    # two groups of three (GOOD, BAD, GOOD2): each group's own advantages after its own plain prompt
-    two = updates["all rows, two tasks"]
-    assert [kind for kind, _ in two[0::2]] == ["contrastive", "contrastive", "plain", "plain"], two
-    assert two[1] == two[3] and two[1][0] > 0 > two[1][1], two  # GOOD above BAD: a slice off by a row reads otherwise
-    assert two[5] == two[7] == pytest.approx([0.5 * a for a in two[1]], abs=1e-4), two  # a group's slice, in order
-    assert logs == {"off": [0], "on": [1], "faster seed": [0], "plain": [0], "all rows": [1], "all rows, two tasks": [2]}
-    run, *_ = rl_runner(tmp_path / "no-weight", fake_judge=True)
-    with pytest.raises(AssertionError, match="--distill-rows all trains nothing without --distill"):
-        run(1, "--distill-rows", "all")
