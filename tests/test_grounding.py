@@ -73,3 +73,20 @@ def test_held_out_answers_are_counted_by_the_move_they_write(tmp_path):
     assert "| reference | 1 | 1 | 0% | incorrect 1 |" in text, text  # the task's own forward again: no move
     assert "4 answers to generated held-out tasks, 3 distinct" in text
     assert f"{other}, incorrect: max abs err 2" in text and "\n+" in text.split("```diff")[1]
+
+
+def test_move_pick_prices_launches_and_breaks_ties_by_the_ranking():
+    # bench/move_pick.py on a CPU-sized task with no head: the fused epilogue is one kernel; the other
+    # moves run their ATen ops, a logsumexp as 4 kernels (the reference's max, div, sub, logsumexp: 7)
+    import move_pick
+    from kernelbench import generate as gen
+    name, source, meta = gen.generate(145, "cpu")
+    assert name == "145_Max_Divide_Subtract_LogSumExp", name  # the generator changed: pick another seed
+    ref = move_pick.forward_ops(source)[0]
+    assert [o[0] for o in ref] == ["clamp", "div", "sub", "logsumexp"] and sum(o[1] for o in ref) == 7, ref
+    cost = move_pick.costs(source, meta)
+    assert {m: c[0] for m, c in cost.items()} == dict(fuse_epilogue=1, merge_affine=6, reduce_first=7, drop_noop=6)
+    assert all(c[1] > c[0] * move_pick.LAUNCH_S for c in cost.values())  # the roofline adds bytes to launches
+    speed = dict(merge_affine=1.1, drop_noop=1.3, reduce_first=0.9)  # say the fused epilogue failed
+    pick = move_pick.picks(speed, cost, rank=dict(merge_affine=1.05, drop_noop=1.02))
+    assert pick == dict(ranking="merge_affine", launches="merge_affine", roofline=pick["roofline"], best="drop_noop")
