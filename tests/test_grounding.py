@@ -1,6 +1,9 @@
-"""bench/grounding.py: which attributes an answer reads that its task does not define."""
+"""The bench/ analyses of answers and moves: grounding.py (which attributes an answer reads that its task does
+not define), held_out_moves.py (the move each held-out answer writes) and move_pick.py (a move by a cost model)."""
 import os
 import sys
+
+import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
 import grounding  # noqa: E402
@@ -76,8 +79,8 @@ def test_held_out_answers_are_counted_by_the_move_they_write(tmp_path):
 
 
 def test_move_pick_prices_launches_and_breaks_ties_by_the_ranking():
-    # bench/move_pick.py on a CPU-sized task with no head: the fused epilogue is one kernel; the other
-    # moves run their ATen ops, a logsumexp as 4 kernels (the reference's max, div, sub, logsumexp: 7)
+    # bench/move_pick.py on a CPU-sized task with no head: its fused epilogue is one kernel; the other
+    # moves run their ATen ops, a logsumexp as 4 kernels (the reference: clamp, div, sub, logsumexp = 7)
     import move_pick
     from kernelbench import generate as gen
     name, source, meta = gen.generate(145, "cpu")
@@ -86,7 +89,30 @@ def test_move_pick_prices_launches_and_breaks_ties_by_the_ranking():
     assert [o[0] for o in ref] == ["clamp", "div", "sub", "logsumexp"] and sum(o[1] for o in ref) == 7, ref
     cost = move_pick.costs(source, meta)
     assert {m: c[0] for m, c in cost.items()} == dict(fuse_epilogue=1, merge_affine=6, reduce_first=7, drop_noop=6)
-    assert all(c[1] > c[0] * move_pick.LAUNCH_S for c in cost.values())  # the roofline adds bytes to launches
-    speed = dict(merge_affine=1.1, drop_noop=1.3, reduce_first=0.9)  # say the fused epilogue failed
+    # drop_noop and merge_affine tie at 6 launches: the ranking decides, not the order of `speed`
+    speed = dict(drop_noop=1.3, merge_affine=1.1, reduce_first=0.9)  # say the fused epilogue failed
     pick = move_pick.picks(speed, cost, rank=dict(merge_affine=1.05, drop_noop=1.02))
-    assert pick == dict(ranking="merge_affine", launches="merge_affine", roofline=pick["roofline"], best="drop_noop")
+    assert (pick["ranking"], pick["launches"], pick["best"]) == ("merge_affine", "merge_affine", "drop_noop"), pick
+
+
+def test_move_pick_prices_a_head_by_its_flops():
+    # a Linear head: the fused epilogue is the addmm and one kernel, priced at the head's 2*B*K*N FLOPs
+    # plus the bytes it moves; a convolution's FLOPs per output element are 2 * in/groups * k*k
+    import torch
+    import move_pick
+    from kernelbench import generate as gen
+    name, source, meta = gen.generate(1, "cpu")
+    assert name.startswith("1_Gemm_"), name  # the generator changed: pick another seed
+    ref = move_pick.forward_ops(source)[0]
+    head = ref[0]
+    assert head[0] == "addmm", ref
+    cost = move_pick.costs(source, meta)
+    assert cost["fuse_epilogue"][0] == 2
+    assert cost["fuse_epilogue"][1] == pytest.approx(head[2] + move_pick.LAUNCH_S + (head[3] + ref[-1][3]) / move_pick.BANDWIDTH)
+    bias, a, b = torch.zeros(8), torch.zeros(4, 16), torch.zeros(16, 8)
+    assert move_pick.flops("addmm", (bias, a, b), None) == 2 * 4 * 16 * 8
+    x, w = torch.zeros(2, 3, 10, 10), torch.zeros(5, 3, 3, 3)
+    out = torch.nn.functional.conv2d(x, w)  # (2, 5, 8, 8)
+    assert move_pick.flops("convolution", (x, w, None, 1, 0, 1, False, 0, 1), out) == 2 * out.numel() * 3 * 9
+    wt = torch.zeros(3, 5, 3, 3)  # transposed: (in, out, k, k); each input element reaches out * k * k outputs
+    assert move_pick.flops("convolution", (x, wt, None, 1, 0, 1, True, 0, 1), None) == 2 * x.numel() * 5 * 9
