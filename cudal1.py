@@ -1556,7 +1556,7 @@ def row_parts(prompt_len, lengths, max_tokens):
     return [(j, min(per, n - j)) for j in range(0, n, per)]
 
 
-def pg_loss(logp, mask, adv, old_logp=None, clip_eps=0.0, ref_logp=None, kl_coef=0.0):
+def pg_loss(logp, mask, adv):
     """Policy-gradient loss: -mean over answer tokens of (advantage * log-prob).
 
     logp: (N, T) log-probs of the sampled answer tokens under the current policy (with grad);
@@ -1566,22 +1566,11 @@ def pg_loss(logp, mask, adv, old_logp=None, clip_eps=0.0, ref_logp=None, kl_coef
 
     How this departs from CUDA-L1: the paper trains with GRPO, whose objective clips the token
     ratio between the current and the sampling policy (PPO-style). Here one optimizer step follows
-    each batch of samples, so at that step the ratio is exactly 1 and the clip never acts: the
+    each batch of samples, so at that step the ratio is exactly 1 and the clip would never act: the
     objective is REINFORCE with a group-normalised baseline, the same gradient in its simplest
     form. Sampling and judging cost far more than a gradient step, so reusing a batch for several
-    steps buys little. The clip and a KL term stay as options, off until a measurement shows the
-    policy drifting (train_rl.py --ppo-epochs > 1 is what gives the clip something to do):
-      clip_eps > 0: PPO clip of exp(logp - old_logp) to [1 - eps, 1 + eps] (needs old_logp);
-      kl_coef > 0: k3 estimator of KL(policy || reference), exp(d) - d - 1 with d = ref - logp.
+    steps buys little. No KL term to the stage-2 policy either: add one (or the clip, with several
+    steps per batch) when a measurement shows the policy drifting.
     """
-    a = adv[:, None].to(logp.dtype)  # (N, 1)
-    if clip_eps > 0:
-        ratio = (logp - old_logp).exp()
-        obj = torch.min(ratio * a, ratio.clamp(1 - clip_eps, 1 + clip_eps) * a)
-    else:
-        obj = a * logp
-    if kl_coef > 0:
-        d = ref_logp - logp
-        obj = obj - kl_coef * (d.exp() - d - 1)
     mask = mask.to(logp.dtype)
-    return -(obj * mask).sum() / mask.sum().clamp(min=1)
+    return -(adv[:, None].to(logp.dtype) * logp * mask).sum() / mask.sum().clamp(min=1)

@@ -92,9 +92,6 @@ parser.add_argument("--update-tokens", type=int, default=-1, help="at most this 
                     "per row) in one backward of the update, a group's rows split to fit; 0: a whole group at once; "
                     "-1: 12288 for a policy over 200M parameters on a GPU (Qwen2.5-Coder-1.5B's update of 8 rows of "
                     "1000 + 1024 tokens peaked at 118 GiB on an H200; 12288 itself is not yet measured), else 0")
-parser.add_argument("--ppo-epochs", type=int, default=1, help="optimizer steps per batch (>1 gives --clip-eps work)")
-parser.add_argument("--clip-eps", type=float, default=0.0, help="PPO ratio clip; 0: off")
-parser.add_argument("--kl-coef", type=float, default=0.0, help="k3 KL penalty to the --init policy; 0: off")
 # ---- optimization
 parser.add_argument("--steps", type=int, default=-1, help="RL steps in all, a resumed run included; -1: device default")
 parser.add_argument("--time-limit", type=float, default=-1, help="minutes of RL steps (held-out evaluations not "
@@ -216,10 +213,6 @@ step = meta["step"] if resumed else 0
 start = f"resumed {args.out} at step {step}" if resumed else f"starting from {args.init}"
 say(f"{start}: {model.num_params() / 1e6:.2f}M params on {device} ({dtype}), {world} rank(s), "
     f"{'plain' if args.plain else 'contrastive'} prompts")
-ref_model = None
-if args.kl_coef > 0:  # the frozen stage-2 policy the KL term pulls toward
-    ref_model = cudal1.load_checkpoint(args.init, device)[0].eval().requires_grad_(False)
-
 optimizer = cudal1.adamw(model, args.lr, args.weight_decay, device)
 if resumed and "optimizer" in meta:  # a fresh run starts a fresh optimizer: SFT's moments fit another loss
     optimizer.load_state_dict(meta["optimizer"])
@@ -553,8 +546,8 @@ def judge(groups):
 
 
 def policy_step(groups, adv):
-    """--ppo-epochs optimizer steps (default one) on this batch; returns the last loss, or None
-    when no group anywhere had a signal (all its rewards equal). Groups without one are skipped:
+    """One optimizer step on this batch; returns its loss, or None when no group anywhere had a
+    signal (all its rewards equal). Groups without one are skipped:
     their advantages are zero, so they would add only forward passes and count in the mean."""
     live = [(g, adv[i * G:(i + 1) * G]) for i, g in enumerate(groups) if adv[i * G:(i + 1) * G].abs().sum() > 0]
     n_tok = torch.tensor(float(sum(len(r) for g, _ in live for r in g["rows"])), device=device)
@@ -564,34 +557,26 @@ def policy_step(groups, adv):
         return None
     model.train()
     sampling = (args.temperature, args.top_k, args.top_p)  # the distribution the answers came from
-    old, ref = {}, {}
-    for epoch in range(args.ppo_epochs):
-        total = 0.0
-        for i, (g, a) in enumerate(live):
-            # --update-tokens: the group's rows in parts of at most that many tokens, one backward each;
-            # the loss is a token mean, so the parts' gradients add up to the whole group's
-            for j, per in cudal1.row_parts(len(g["prompt"]), [len(r) for r in g["rows"]], args.update_tokens):
-                part, k = g["rows"][j:j + per], (i, j)
-                with cudal1.autocast(device, dtype):
-                    logp, mask = cudal1.answer_logprobs(model, g["prompt"], part, *sampling)  # (rows, L) each
-                    if ref_model is not None and k not in ref:
-                        with torch.no_grad():
-                            ref[k] = cudal1.answer_logprobs(ref_model, g["prompt"], part, *sampling)[0]
-                old.setdefault(k, logp.detach())  # the sampling policy's log-probs: the first epoch's
-                loss = cudal1.pg_loss(logp, mask, a[j:j + per].to(device), old[k], args.clip_eps, ref.get(k),
-                                      args.kl_coef)
-                loss = loss * mask.sum() / n_tok  # the part's mean -> its share of the batch's token mean
-                loss.backward()
-                total += loss.item()
-        if ddp:  # gradients summed over ranks; a rank with no live group still takes part
-            for p in model.parameters():
-                if p.grad is None:
-                    p.grad = torch.zeros_like(p)
-                dist.all_reduce(p.grad)
-        if args.grad_clip > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+    total = 0.0
+    for g, a in live:
+        # --update-tokens: the group's rows in parts of at most that many tokens, one backward each;
+        # the loss is a token mean, so the parts' gradients add up to the whole group's
+        for j, per in cudal1.row_parts(len(g["prompt"]), [len(r) for r in g["rows"]], args.update_tokens):
+            with cudal1.autocast(device, dtype):
+                logp, mask = cudal1.answer_logprobs(model, g["prompt"], g["rows"][j:j + per], *sampling)  # (rows, L)
+            loss = cudal1.pg_loss(logp, mask, a[j:j + per].to(device))
+            loss = loss * mask.sum() / n_tok  # the part's mean -> its share of the batch's token mean
+            loss.backward()
+            total += loss.item()
+    if ddp:  # gradients summed over ranks; a rank with no live group still takes part
+        for p in model.parameters():
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+            dist.all_reduce(p.grad)
+    if args.grad_clip > 0:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
     return total
 
 
