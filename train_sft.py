@@ -111,6 +111,9 @@ parser.add_argument("--batch-tokens", type=int, default=-1, help="at most this m
                     "longest row (before rounding up to PAD_TO): long rows come fewer to a batch; 0: off; -1: 16384 "
                     "for a policy over 200M parameters on a GPU (Qwen2.5-Coder-1.5B peaked at 94 GiB at 8 x 2048 on "
                     "an H200), else off")
+parser.add_argument("--fill-tokens", type=int, default=0, help="about N tokens a batch: N over its first row's length "
+                    "(padded) rows, in place of --batch-size, so short pairs come more to a batch than long ones "
+                    "(each pair still weighs the same in expectation); --batch-tokens still caps; 0: off")
 parser.add_argument("--lr", type=float, default=-1, help="peak learning rate, linear warmup then cosine to 10%%; "
                     "-1: device default")
 parser.add_argument("--warmup", type=int, default=-1, help="warmup steps of stage 1 and of each round "
@@ -635,10 +638,16 @@ def get_batch(pool, batch_size):
     random batches of 16 of the GPU default's pairs (~400 to ~2000 tokens) were 38% padding,
     compute that trains nothing; these 3%. With --batch-tokens a batch of long pairs keeps fewer of
     them (the longest go first): long pairs are drawn less often, but each weighs more in its batch's
-    token mean, so every token still counts about the same. On the H200 a step of 64 rows ran at 16-38%
-    MFU by its length (27.7-29.8% over a run's second half); batches filled to ~90k tokens each (short
-    pairs more to a batch) ran at 24.0% (results/curriculum-h200-fill.md), so rows stay fixed."""
+    token mean, so every token still counts about the same.
+
+    With --fill-tokens a batch holds about that many tokens, its rows that many over its first row's
+    length: a pair of length L is drawn ~1/L as often and brings L tokens to a token-mean of a fixed
+    size, so each pair weighs as much as with fixed rows, but every step is as big. On the H200 a step
+    of 64 rows ran at 16-38% MFU by its length (27.7-29.8% over a run's second half)."""
     start = gen.randrange(len(pool))
+    if args.fill_tokens:  # the pool is sorted by length: the first row's stands for the batch's (one B per T)
+        T = -(-(len(pool[start][0]) - 1) // PAD_TO) * PAD_TO
+        batch_size = max(1, min(len(pool), args.fill_tokens // T))
     rows = [pool[(start + j) % len(pool)] for j in range(batch_size)]
     longest = lambda: max(len(ids) for ids, _ in rows) - 1  # T before padding to PAD_TO
     while args.batch_tokens and len(rows) > 1 and len(rows) * longest() > args.batch_tokens:

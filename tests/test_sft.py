@@ -299,3 +299,27 @@ def test_inherit_constructor_edits_only_what_it_can_read():
                  sol.replace("import torch.nn as nn\n", "import torch.nn as nn\nnn = MyNN()\n"),  # a name it redefines
                  sol.replace("\n", "\r\n"), "not python ("):
         assert cudal1.inherit_constructor(same, task) == same, same
+
+
+def test_fill_tokens_takes_as_many_rows_as_fit(tmp_path):
+    # four pairs of one length L (one task, one answer): one row a step at --batch-size 1; with
+    # --fill-tokens, that over L padded to PAD_TO rows (two), or all four when there is room for
+    # more; the step's line says its tokens
+    level = tmp_path / "kernels" / "level1"
+    level.mkdir(parents=True)
+    for name in ("19_ReLU.py", "19_ReLU.v2.py", "19_ReLU.v3.py", "19_ReLU.v4.py"):
+        (level / name).write_text(RELU)
+    tokens = {}
+    for fill in ("0", "two", "1000000"):
+        if fill == "two":
+            fill = str(2 * -(-(tokens["0"] - 1) // 64) * 64)  # train_sft.PAD_TO
+        cmd = [sys.executable, os.path.join(ROOT, "train_sft.py"), "--kernels", str(tmp_path / "kernels"),
+               "--tasks", os.path.join(ROOT, "kernelbench"), "--kinds", "pytorch", "--device", "cpu", "--n-layer", "1",
+               "--n-head", "2", "--n-embd", "32", "--block-size", "2048", "--vocab-size", "259", "--steps", "2",
+               "--batch-size", "1", "--log-every", "1", "--rounds", "0", "--speedups", "none.jsonl",
+               "--fill-tokens", fill, "--out", str(tmp_path / f"out{fill}")]
+        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+        line = next(x for x in p.stdout.splitlines() if x.startswith("step     1 "))
+        tokens[fill] = int(line.rsplit("| ", 1)[1].split()[0].replace(",", ""))
+    assert list(tokens.values()) == [tokens["0"], 2 * tokens["0"], 4 * tokens["0"]], tokens
