@@ -1346,7 +1346,7 @@ def parse_answer(text):
 #   bucket_sample    CUDA-L1's exemplar choice: earlier correct solutions from distinct score buckets
 #   reward           f(record): log2 speedup for correct answers, a fixed floor for everything else
 #   group_advantages rewards normalised within each task's group of G samples, clipped to +-k
-#   pg_loss          -mean(advantage * log-prob of answer tokens), optional ratio clip and KL
+#   pg_loss          -mean(advantage * log-prob of answer tokens): REINFORCE, no clip or KL
 #   implausible      a speedup big enough that it must be judged again before it is believed
 
 
@@ -1566,9 +1566,9 @@ def pg_loss(logp, mask, adv):
 
     How this departs from CUDA-L1: the paper trains with GRPO, whose objective clips the token
     ratio between the current and the sampling policy (PPO-style). Here one optimizer step follows
-    each batch of samples, so at that step the ratio is exactly 1 and the clip would never act: the
-    objective is REINFORCE with a group-normalised baseline, the same gradient in its simplest
-    form. Sampling and judging cost far more than a gradient step, so reusing a batch for several
+    each batch of samples, so the weights that sampled are the weights updated (the ratio is 1 up to
+    numerics) and the clip would never act: the objective is REINFORCE with a group-normalised
+    baseline, the same gradient in its simplest form. Sampling and judging cost far more than a gradient step, so reusing a batch for several
     steps buys little. No KL term to the stage-2 policy either: add one (or the clip, with several
     steps per batch) when a measurement shows the policy drifting.
     """

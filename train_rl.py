@@ -546,8 +546,8 @@ def judge(groups):
 
 
 def policy_step(groups, adv):
-    """One optimizer step on this batch; returns its loss, or None when no group anywhere had a
-    signal (all its rewards equal). Groups without one are skipped:
+    """One optimizer step on this batch; returns this rank's share of its loss, or None when no
+    group anywhere had a signal (all its rewards equal). Groups without one are skipped:
     their advantages are zero, so they would add only forward passes and count in the mean."""
     live = [(g, adv[i * G:(i + 1) * G]) for i, g in enumerate(groups) if adv[i * G:(i + 1) * G].abs().sum() > 0]
     n_tok = torch.tensor(float(sum(len(r) for g, _ in live for r in g["rows"])), device=device)

@@ -102,7 +102,9 @@ print(','.join(s for _, s in best.values()))")
     ablation)  # issue 15's experiment from out/sft, both arms for each of SEEDS; a seed's two runs are ~2 x
                # (ABLATION_MINUTES + two held-out evaluations, not yet timed): one seed per call, then ablation-report
           timeout "${BUDGET:-540}" make -s rl-ablation GPU=h200 SEEDS="${SEEDS:-1}" ABLATION_MINUTES="${ABLATION_MINUTES:-1.5}" 2>&1 | tail -30 ;;
-    ablation-arms)  # issue 15 over calls: out/sft from carried/sft (uncarry) or else stage 1,
+    ablation-arms)  # issue 15 over calls: out/sft from carried/sft (uncarry) or else stage 1 (carried/sft since
+                    # 2026-12-05 is the --fill-tokens 90000 checkpoint of results/curriculum-h200-fill.md: SFT_FLAGS
+                    # rebuilds it, commit a6cd8ad on),
                     # packed into $OUT/sft to come back (copy it to carried/sft here); the starting policy's
                     # held-out line once (carried/rl-start too); then each ARMS entry (arm-seed, e.g.
                     # "contrastive-1 plain-1") not yet run, while ARM_SECONDS of the call's CALL_SECONDS are left

@@ -603,14 +603,16 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
 def test_rl_report_names_runs_by_the_setting_they_differ_in(tmp_path):
     """Two contrastive runs of one seed that differ in --rl-cover are two arms, each with its own row,
     mean and line in the picture: named by the seed alone they were one (the picture drew one line). A run
-    made before the flag existed is named by a '?'; where a run ran (device) names no arm."""
+    made before the flag existed is named by a '?'; where a run ran (device) names no arm, nor a flag
+    since removed that a run recorded at its default (rl_report.REMOVED)."""
     runs = []
     for cover in (0, 3):
         d = tmp_path / f"cover{cover}"
         d.mkdir()
         (d / "settings.json").write_text(json.dumps(dict(
             plain=False, seed=1, out=str(d), init="out/sft", tasks_per_step=1, num_samples=1, device=f"cuda:{cover}",
-            lr=1e-5, temperature=0.8, adv_clip=1.5, trials=5, iters=20, **({"rl_cover": cover} if cover else {}))))
+            lr=1e-5, temperature=0.8, adv_clip=1.5, trials=5, iters=20,
+            **({"rl_cover": cover} if cover else {"distill": 0.0}))))  # a flag since removed, at its default
         (d / "log.jsonl").write_text(json.dumps(dict(
             step=0, reward_mean=0.0, parsed=1.0, compiled=1.0, correct=1.0, composed=0, exemplars=0, best={},
             statuses={"ok": 1}, elapsed_s=10.0)) + "\n")
@@ -625,4 +627,5 @@ def test_rl_report_names_runs_by_the_setting_they_differ_in(tmp_path):
     assert "| contrastive rl_cover=? seed 1 |" in text and "| contrastive rl_cover=3 seed 1 |" in text, text
     assert "contrastive rl_cover=3: mean over 1 seed(s) of the last generated geomean 1.40x" in text, text
     assert "device=" not in text and "the arms differ in the prompt" in text and "and in rl_cover," in text, text
+    assert "distill" not in text, text  # a removed flag at its default splits no arm
     assert (tmp_path / "report.svg").read_text().count("<polyline") == 2
