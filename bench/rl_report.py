@@ -19,7 +19,10 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cudal1  # noqa: E402
+from kernelbench import generate as gen, teacher  # noqa: E402
+from move_dose import named, openers  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
 parser.add_argument("runs", nargs="+", help="train_rl.py --out folders; the first is called contrastive if not --plain")
@@ -32,6 +35,16 @@ def jsonl(path):
     return [json.loads(line) for line in open(path) if line.endswith("\n")] if os.path.exists(path) else []
 
 
+def admitted(run):
+    """{levelG/NAME.py: the moves the teacher writes for it} for the fresh generated tasks a run trained on
+    (train_rl.py writes them under its fresh/ folder); empty for a run on other tasks."""
+    folder = os.path.join(run, "fresh", "levelG")
+    names = sorted(f[:-3] for f in os.listdir(folder) if f.endswith(".py")) if os.path.isdir(folder) else []
+    return {f"levelG/{n}.py": {m for m, _ in teacher.solutions(cudal1.read(os.path.join(folder, n + ".py")),
+                                                              gen.read_meta(os.path.join(folder, n + ".py")))}
+            for n in names}
+
+
 def load(path):
     settings = json.load(open(os.path.join(path, "settings.json")))
     arm = "plain" if settings["plain"] else "contrastive"
@@ -39,6 +52,7 @@ def load(path):
                 held=jsonl(os.path.join(path, "held_out.jsonl")), settings=settings,
                 answers=jsonl(os.path.join(path, "held_out_answers.jsonl")),
                 sampled=jsonl(os.path.join(path, "answers.jsonl")),  # every training answer with its reward
+                admits=admitted(path),
                 bank=cudal1.Bank(os.path.join(path, "bank.jsonl"), write=False))
 
 
@@ -145,18 +159,23 @@ def composed(log, n):
     return sum(l.get("composed", 0) * g for l, g in zip(log, good)) / max(1, sum(good))
 
 
-def by_visit(sampled, steps):
-    """(answers, correct share, mean reward) of a run's training answers at each task's first step, then
-    at its later ones (of the compared steps): a contrastive prompt shows the run's own earlier answers
-    only from a task's second step on; a plain prompt never does, so plain is the control."""
+def by_visit(sampled, steps, admits, known):
+    """(answers, correct share, mean reward, off-move share (its correct share)) of a run's training answers
+    at each task's first step, then at its later ones (of the compared steps): a contrastive prompt shows
+    the run's own earlier answers only from a task's second step on; a plain prompt never does, so plain
+    is the control. Off-move: answers whose first line names a move (move_dose.named against `known`)
+    the teacher does not write for their task (`admits`); '-' where no task's moves are known."""
     first = {}
     for a in sampled:  # answers.jsonl is in step order
         first.setdefault(a["task"], a["step"])
     out = []
     for later in (False, True):
         xs = [a for a in sampled if a["step"] < steps and (a["step"] > first[a["task"]]) == later]
+        off = [a for a in xs if a["task"] in admits and named(a["text"], known) not in admits[a["task"]] | {"other"}]
         out.append(f"{len(xs)} | {sum(a['status'] == 'ok' for a in xs) / max(1, len(xs)):.0%} | "
-                   + (f"{statistics.mean(a['reward'] for a in xs):+.2f}" if xs else "-"))
+                   + (f"{statistics.mean(a['reward'] for a in xs):+.2f}" if xs else "-") + " | "
+                   + (f"{len(off) / len(xs):.0%} ({sum(a['status'] == 'ok' for a in off) / max(1, len(off)):.0%})"
+                      if xs and any(a["task"] in admits for a in xs) else "-"))
     return " | ".join(out)
 
 
@@ -212,10 +231,14 @@ if all(r["sampled"] for r in runs):
     md += ["By visit (answers.jsonl): a task's answers at its first step in the run, when a contrastive prompt "
            "shows only what the bank started with (the reference), against those at its later steps, when it "
            "also shows the run's own earlier correct answers where it has any; plain prompts show neither, so plain "
-           "is the control.",
-           "", "| run | first step: answers | correct | reward | later steps: answers | correct | reward |",
-           "|---|---|---|---|---|---|---|"]
-    md += [f"| {r['name']} | {by_visit(r['sampled'], steps)} |" for r in runs] + [""]
+           "is the control. Off-move: answers whose analysis opens with a move the teacher does not write for "
+           "their task (named by its first line's leading words against the teacher's; a fresh generated task's "
+           "moves are known), and in brackets the share of them correct: a policy claiming a move where it does "
+           "not hold.",
+           "", "| run | first step: answers | correct | reward | off-move (correct) | later steps: answers | correct "
+           "| reward | off-move (correct) |", "|---|---|---|---|---|---|---|---|---|"]
+    known = openers("gpu") if any(r["admits"] for r in runs) else []  # how each move's teacher answer opens
+    md += [f"| {r['name']} | {by_visit(r['sampled'], steps, r['admits'], known)} |" for r in runs] + [""]
 md += ["Constant outputs: parsed answers of the second half whose code writes its output with torch.full "
        "(the constant_output move's mark), and how many of them the judge passed: the move applies to few "
        "tasks, so a high share with none correct is a policy claiming it where it does not hold.", "",

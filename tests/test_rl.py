@@ -586,8 +586,8 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
     # by visit: the task's first step, then its later ones (contrastive: steps 1-3 bad, bad, ok; plain: ok, ok, bad)
     visits = {line.split(" | ")[0]: line for line in p.stdout.splitlines()
               if line.startswith("| ") and " | 1 | 100% | +0.58 | " in line}
-    assert visits["| contrastive seed 1"].endswith(" | 3 | 33% | -1.14 |")
-    assert visits["| plain seed 1"].endswith(" | 3 | 67% | -0.28 |")
+    assert visits["| contrastive seed 1"].endswith(" | 3 | 33% | -1.14 | - |")  # -: no fresh task, moves unknown
+    assert visits["| plain seed 1"].endswith(" | 3 | 67% | -0.28 | - |")
     col = row["| run"].index("groups with a signal (codes each) |")
     assert (row["| contrastive seed 1"][col], row["| plain seed 1"][col]) == ("50% (1.5) |", "- |")
     # second answers: at step 0 A's second try new and faster, B's unparsed; A's resampled answer its first
@@ -629,3 +629,34 @@ def test_rl_report_names_runs_by_the_setting_they_differ_in(tmp_path):
     assert "device=" not in text and "the arms differ in the prompt" in text and "and in rl_cover," in text, text
     assert "distill" not in text, text  # a removed flag at its default splits no arm
     assert (tmp_path / "report.svg").read_text().count("<polyline") == 2
+
+
+def test_rl_report_counts_answers_claiming_a_move_their_task_lacks(tmp_path):
+    """By visit, off-move: of a run's answers to a fresh generated task, the share whose analysis opens
+    with a move the teacher does not write for that task, and how many of those passed. Here the task's
+    own teacher answer at steps 0 and 1, and at step 1 an answer opening as another move's does."""
+    from kernelbench import generate as gen, teacher
+    run = tmp_path / "run"
+    name, src, meta = gen.tasks(cudal1.FRESH_SEED, 1, "cpu", split="train")[0]
+    gen.write(str(run / "fresh" / "levelG"), name, src, meta)
+    own = dict(teacher.solutions(src, meta))
+    assert own and "constant_output" not in own, own  # the generator changed: pick a task without one
+    other = next(sol for _, s, m in gen.tasks(cudal1.FRESH_SEED, 400, "cpu", split="train")
+                 for mv, sol in teacher.solutions(s, m) if mv == "constant_output")
+    answer = lambda sol: cudal1.format_answer(sol)
+    key = f"levelG/{name}.py"
+    rows = [dict(step=0, task=key, reward=0.5, status="ok", text=answer(next(iter(own.values())))),
+            dict(step=1, task=key, reward=0.5, status="ok", text=answer(next(iter(own.values())))),
+            dict(step=1, task=key, reward=-2.0, status="incorrect", text=answer(other))]
+    (run / "answers.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (run / "settings.json").write_text(json.dumps(dict(
+        plain=False, seed=1, out=str(run), init="out/sft", tasks_per_step=1, num_samples=2, lr=1e-5,
+        temperature=0.8, adv_clip=1.5, trials=5, iters=20)))
+    (run / "log.jsonl").write_text("".join(json.dumps(dict(
+        step=s, reward_mean=0.0, parsed=1.0, compiled=1.0, correct=1.0, composed=0, exemplars=0, best={},
+        statuses={"ok": 1}, elapsed_s=10.0)) + "\n" for s in (0, 1)))
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "rl_report.py"), str(run)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    row = next(line for line in p.stdout.splitlines() if line.startswith("| contrastive seed 1 | 1 |"))
+    assert row == "| contrastive seed 1 | 1 | 100% | +0.50 | 0% (0%) | 2 | 50% | -0.75 | 50% (0%) |", row
