@@ -1568,9 +1568,10 @@ def pg_loss(logp, mask, adv):
     ratio between the current and the sampling policy (PPO-style). Here one optimizer step follows
     each batch of samples, so the weights that sampled are the weights updated (the ratio is 1 up to
     numerics) and the clip would never act: the objective is REINFORCE with a group-normalised
-    baseline, the same gradient in its simplest form. Sampling and judging cost far more than a gradient step, so reusing a batch for several
-    steps buys little. No KL term to the stage-2 policy either: add one (or the clip, with several
-    steps per batch) when a measurement shows the policy drifting.
+    baseline, the same gradient in its simplest form. Sampling and judging cost far more than a
+    gradient step, so reusing a batch for several steps buys little. No KL term to the stage-2
+    policy either: add one (or the clip, with several steps per batch) when a measurement shows the
+    policy drifting.
     """
     mask = mask.to(logp.dtype)
     return -(adv[:, None].to(logp.dtype) * logp * mask).sum() / mask.sum().clamp(min=1)

@@ -21,7 +21,6 @@ failed is left out there (the ceiling counts it 1.00x). The constants are rounde
 not fitted: the held-out split is read, never tuned on. ~1-2 min on 2 cores.
 """
 import argparse
-import math
 import os
 import re
 import sys
@@ -31,8 +30,10 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "bench"))
 import cudal1  # noqa: E402
 import evaluate  # noqa: E402
+from held_out_ceiling import geomean  # noqa: E402
 from kernelbench import generate as gen, teacher  # noqa: E402
 
 LAUNCH_S, BANDWIDTH, FP32_FLOPS = 5e-6, 4e12, 50e12  # s, bytes/s, FLOP/s: rounded H100/H200 figures
@@ -123,10 +124,6 @@ def ceiling_speeds(path):
     return out
 
 
-def geomean(xs):
-    return math.exp(sum(map(math.log, xs)) / len(xs))
-
-
 def by_move(judged):
     """{move: its judged speedups} over tasks' {move: speedup}, for moves with 5 or more (as train_sft.judged_moves)."""
     out = {}
@@ -167,7 +164,7 @@ def main(argv=None):
     md = ["# Each task's move by a cost model, against the global ranking", "",
           f"- command: `python bench/move_pick.py {' '.join(argv if argv is not None else sys.argv[1:])}`, "
           f"commit {evaluate.commit() or '?'}, torch {torch.__version__} on the CPU (the costs; the speedups are the records')",
-          f"- ranking (geomean of each move's judged teacher solutions): "
+          "- ranking (geomean of each move's judged teacher solutions): "
           + ", ".join(f"{mv} {s:.2f}x" for mv, s in sorted(rank.items(), key=lambda kv: -kv[1])),
           f"- roofline constants: launch {LAUNCH_S * 1e6:.0f} us, {BANDWIDTH / 1e12:.0f} TB/s, a head's FLOPs at "
           f"{FP32_FLOPS / 1e12:.0f} TFLOP/s", "",
@@ -183,11 +180,7 @@ def main(argv=None):
         for name, s, pk in rs:
             if len({pk["ranking"], pk["launches"], pk["roofline"]}) > 1:
                 md.append(f"| {name} | " + " | ".join(f"{pk[w]} {s[pk[w]]:.2f}x" for w in ways) + " |")
-    text = "\n".join(md) + "\n"
-    print(text)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text)
+    cudal1.write_markdown(md, a.out)
 
 
 if __name__ == "__main__":

@@ -39,10 +39,9 @@ def admitted(run):
     """{levelG/NAME.py: the moves the teacher writes for it} for the fresh generated tasks a run trained on
     (train_rl.py writes them under its fresh/ folder); empty for a run on other tasks."""
     folder = os.path.join(run, "fresh", "levelG")
-    names = sorted(f[:-3] for f in os.listdir(folder) if f.endswith(".py")) if os.path.isdir(folder) else []
-    return {f"levelG/{n}.py": {m for m, _ in teacher.solutions(cudal1.read(os.path.join(folder, n + ".py")),
-                                                              gen.read_meta(os.path.join(folder, n + ".py")))}
-            for n in names}
+    files = sorted(f for f in os.listdir(folder) if f.endswith(".py")) if os.path.isdir(folder) else []
+    paths = {f"levelG/{f}": os.path.join(folder, f) for f in files}
+    return {key: {m for m, _ in teacher.solutions(cudal1.read(p), gen.read_meta(p))} for key, p in paths.items()}
 
 
 def load(path):
