@@ -660,10 +660,10 @@ ahead = None  # (pool, the batch drawn for the next step on it)
 
 
 def train_step(pool, lr):
-    """One optimizer step on a fresh batch; returns (this rank's loss, and the tokens and FLOPs of all
-    ranks' batches, taken as this rank's times the world size). The next batch is drawn and padded
-    while the GPU runs this step, before loss.item() waits for it: the CPU's few ms of work per batch
-    would otherwise sit between steps."""
+    """One optimizer step on a fresh batch; returns (this rank's loss as a 0-dim tensor on the device,
+    and the tokens and FLOPs of all ranks' batches, taken as this rank's times the world size). The
+    next batch is drawn and padded while the GPU runs this step: the CPU's few ms of work per batch
+    would otherwise sit between steps. Nothing here waits for the GPU; the caller does, with .item()."""
     global ahead
     x, y, tokens, flops = ahead[1] if ahead and ahead[0] is pool else get_batch(pool, args.batch_size)
     model.train()
@@ -677,7 +677,7 @@ def train_step(pool, lr):
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     ahead = (pool, get_batch(pool, args.batch_size))
-    return loss.item(), tokens * world, flops * world
+    return loss.detach(), tokens * world, flops * world
 
 
 @torch.no_grad()
@@ -710,24 +710,32 @@ def lr_at(step, peak, steps):
 
 
 # ---- stage 1: SFT on kernels/
-speeds = []  # (tokens, flops, seconds) of each stage-1 step this process ran
+# The loop waits for the GPU (loss.item()) once a window of SYNC_EVERY steps, at a logged step and before
+# a save, not at every step: a wait leaves the GPU idle while Python launches the next step's first kernels.
+SYNC_EVERY = 20
+speeds = []  # (steps, tokens, flops, seconds) of each window of stage-1 steps this process ran
 if start_round == 0 and step < args.steps:
     bar = tqdm(range(step, args.steps), desc="stage 1", initial=step, total=args.steps, disable=not bars,
                dynamic_ncols=True)
+    t0, window = time.time(), (0, 0, 0)
     for step in bar:
-        t0 = time.time()
         loss, tokens, flops = train_step(data, lr_at(step, args.lr, args.steps))
-        if device.type == "cuda":
-            torch.cuda.synchronize()
+        window = (window[0] + 1, window[1] + tokens, window[2] + flops)
+        saving = (step + 1) % args.save_every == 0 or step == args.steps - 1
+        if (step + 1) % SYNC_EVERY and step % args.log_every and not saving:
+            continue
+        loss = loss.item()  # waits for the window's last step
         dt = time.time() - t0
-        speeds.append((tokens, flops, dt))
-        mfu = f" mfu {100 * flops / dt / (peak * world):.1f}%" if peak else ""
-        bar.set_postfix_str(f"loss {loss:.3f} {tokens / dt:,.0f} tok/s{mfu}")
+        speeds.append((*window, dt))
+        mfu = f" mfu {100 * window[2] / dt / (peak * world):.1f}%" if peak else ""
+        rate = f"{window[1] / dt:,.0f} tok/s{mfu}"
+        bar.set_postfix_str(f"loss {loss:.3f} {rate}")
         if step % args.log_every == 0 or step == args.steps - 1:
-            say(f"step {step:5d} | loss {loss:.4f} | lr {lr_at(step, args.lr, args.steps):.2e} | {tokens / dt:,.0f} tok/s{mfu} | "
-                f"{dt * 1000:.0f} ms | {tokens:,} tokens")
-        if (step + 1) % args.save_every == 0 or step == args.steps - 1:
+            say(f"step {step:5d} | loss {loss:.4f} | lr {lr_at(step, args.lr, args.steps):.2e} | {rate} | "
+                f"{dt * 1000 / window[0]:.0f} ms a step over {window[0]} | {window[1]:,} tokens")
+        if saving:
             save(step + 1, 0)
+        t0, window = time.time(), (0, 0, 0)
     step = args.steps
 
 
@@ -884,6 +892,7 @@ for rnd in range(start_round, args.rounds + 1) if args.rounds > 0 else []:
     bar = tqdm(range(args.round_steps), desc=f"round {rnd} fine-tune", disable=not bars, leave=False)
     for i in bar:
         loss, tokens, _ = train_step(pool, lr_at(i, args.round_lr, args.round_steps))
+        loss = loss.item()
         bar.set_postfix_str(f"loss {loss:.3f}")
     after = data_loss(data)
     say(f"round {rnd} fine-tune | {args.round_steps} steps at peak lr {args.round_lr:.2e} on {len(pool)} pairs | "
@@ -996,23 +1005,23 @@ def write_report(path, copy=""):
     rounds = [json.loads(line) for line in open(rounds_path)] if os.path.exists(rounds_path) else []
     # Totals over the second half (past warm-up and allocator growth), not a median step: step times
     # vary ~8x with the batch's length (30-240 ms on the H200), and the median overstated the rate.
-    tokens, flops, secs = (sum(x) for x in zip(*speeds[len(speeds) // 2:])) if speeds else (0, 0, 0)
+    _, tokens, flops, secs = (sum(x) for x in zip(*speeds[len(speeds) // 2:])) if speeds else (0, 0, 0, 0)
     tok_s = tokens / secs if secs else None
     mfu = 100 * flops / secs / (peak * world) if secs and peak else None
-    stage1_s = sum(s[2] for s in speeds)
+    stage1_s = sum(s[3] for s in speeds)
     summary = dict(command="python " + " ".join(sys.argv), env=env, world=world, dtype=str(dtype), settings=vars(args),
                    params=raw_model.num_params(), tokens_per_solution=n_tok, solutions=len(examples), plain_pairs=len(plain),
                    solution_files=[e["path"] for e in examples], sample_tasks=sample_tasks,  # what it trained on
                    generated_tasks=gen_tasks, contrastive_pairs=len(cpairs), reference_pairs=len(rpairs),
                    solution_pairs=len(spairs),
                    stage2=rounds, held_out=held,
-                   stage1=dict(steps=len(speeds), seconds=stage1_s, tokens_per_s=tok_s, mfu_percent=mfu))
+                   stage1=dict(steps=sum(s[0] for s in speeds), seconds=stage1_s, tokens_per_s=tok_s, mfu_percent=mfu))
     sp = lambda v: "-" if v is None else f"{v:.2f}x"
     lines = [f"# train_sft.py on {env['gpu']}", "",
              f"`{summary['command']}`  ", f"commit {env['commit']}, torch {env['torch']}, {world} rank(s), {dtype}, "
              f"{summary['params'] / 1e6:.1f}M params, {len(examples)} solutions, {len(plain)} as plain pairs "
              f"at {n_tok:.0f} tokens each", "",
-             "## Stage 1", "", f"{len(speeds)} steps run in {stage1_s:.0f} s; over the last half: "
+             "## Stage 1", "", f"{summary['stage1']['steps']} steps run in {stage1_s:.0f} s; over the last half: "
              + (f"{tok_s:,.0f} tokens/s" if tok_s else "no steps run") + (f", MFU {mfu:.1f}% of dense bf16 peak" if mfu else ""),
              "", "## Stage 2 (rates over the sampled answers; speedups over the correct ones)", "",
              "Plain prompts; the last columns are the answers to contrastive prompts (the stage-3 format, "
