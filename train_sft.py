@@ -710,9 +710,10 @@ def lr_at(step, peak, steps):
 
 
 # ---- stage 1: SFT on kernels/
-# The loop waits for the GPU (loss.item()) once a window of SYNC_EVERY steps, at a logged step and before
-# a save, not at every step: a wait leaves the GPU idle while Python launches the next step's first kernels.
-SYNC_EVERY = 20
+# The loop waits for the GPU (loss.item()) at the end of a window of steps (20, or fewer so that every
+# logged step ends one) and before a save, not at every step: a wait leaves the GPU idle while Python
+# launches the next step's first kernels.
+SYNC_EVERY = math.gcd(20, args.log_every)
 speeds = []  # (steps, tokens, flops, seconds) of each window of stage-1 steps this process ran
 if start_round == 0 and step < args.steps:
     bar = tqdm(range(step, args.steps), desc="stage 1", initial=step, total=args.steps, disable=not bars,
@@ -722,7 +723,7 @@ if start_round == 0 and step < args.steps:
         loss, tokens, flops = train_step(data, lr_at(step, args.lr, args.steps))
         window = (window[0] + 1, window[1] + tokens, window[2] + flops)
         saving = (step + 1) % args.save_every == 0 or step == args.steps - 1
-        if (step + 1) % SYNC_EVERY and step % args.log_every and not saving:
+        if step % SYNC_EVERY and not saving:
             continue
         loss = loss.item()  # waits for the window's last step
         dt = time.time() - t0
