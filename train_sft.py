@@ -111,9 +111,10 @@ parser.add_argument("--batch-tokens", type=int, default=-1, help="at most this m
                     "longest row (before rounding up to PAD_TO): long rows come fewer to a batch; 0: off; -1: 16384 "
                     "for a policy over 200M parameters on a GPU (Qwen2.5-Coder-1.5B peaked at 94 GiB at 8 x 2048 on "
                     "an H200), else off")
-parser.add_argument("--fill-tokens", type=int, default=0, help="about N tokens a batch: N over its first row's length "
+parser.add_argument("--fill-tokens", type=int, default=-1, help="about N tokens a batch: N over its first row's length "
                     "(padded) rows, in place of --batch-size, so short pairs come more to a batch than long ones "
-                    "(each pair still weighs the same in expectation); --batch-tokens still caps; 0: off")
+                    "(each pair still weighs the same in expectation); --batch-tokens still caps; 0: off (--batch-size "
+                    "rows); -1: device default (90000 on a GPU, off on the CPU)")
 parser.add_argument("--lr", type=float, default=-1, help="peak learning rate, linear warmup then cosine to 10%%; "
                     "-1: device default")
 parser.add_argument("--warmup", type=int, default=-1, help="warmup steps of stage 1 and of each round "
@@ -166,7 +167,9 @@ args = parser.parse_args()
 # greedy answers (results/h200-sample-speed.md).
 # The GPU model is the curriculum's (issue 14): ~27M parameters (a 53 MiB bf16 checkpoint, small
 # enough to carry between device calls) on the library and the teacher's solutions of 60000 generated
-# tasks (~75k files, ~2.6 passes in 3000 steps of 64 through torch.compile), then stage 2 and the
+# tasks (~75k files; 3000 steps through torch.compile, each a batch of ~90k tokens, --fill-tokens: batches
+# of 64 rows ran out of an H100's 80 GB at 64 x 8192 tokens, while 90k-token batches trained at 31.2% MFU
+# there, results/curriculum-h100-fill-sync20.md), then stage 2 and the
 # held-out line: 32 generated tasks and the 20 KernelBench level-2 ones. On the H200 (held-out
 # generated correct, greedy / sampled): 3000 tasks, 1500 x 16 (~5 passes) 12% / 6%; 20000 tasks,
 # 1500 x 16 (~1 pass) 19% / 16%; 60000 tasks, 3000 x 64: 69% / 72%, geomean 1.11x / 1.29x
@@ -185,13 +188,13 @@ DEFAULTS = {
     "cpu": dict(n_layer=4, n_head=4, n_embd=128, block_size=3072, vocab_size=1024, steps=200, batch_size=4, lr=3e-3,
                 rounds=1, num_samples=4, round_steps=20, kinds="cpp", speedups="results/cpu.jsonl", compile=0, warmup=20,
                 max_new_tokens=1280, min_answer_tokens=1280, cuda_graphs=0, generated=0, generated_sample=2,
-                held_out_tasks=16, reference_pairs=0, solution_pairs=0,
+                held_out_tasks=16, reference_pairs=0, solution_pairs=0, fill_tokens=0,
                 sample_tasks="level1/19_ReLU.py,level1/23_Softmax.py,level1/47_Sum_reduction_over_a_dimension.py"),
     "cuda": dict(n_layer=8, n_head=8, n_embd=512, block_size=8192, vocab_size=2048, steps=3000, batch_size=64,
                  lr=1e-3, warmup=100, rounds=1, num_samples=4, round_steps=50, kinds="cuda,cpp,pytorch", compile=1,
                  speedups=cudal1.H200_RECORDS, max_new_tokens=3072, min_answer_tokens=3072,
                  cuda_graphs=1, generated=60000, generated_sample=8, held_out_tasks=32, reference_pairs=10000,
-                 solution_pairs=10000, sample_tasks=",".join(f"level1/{t}.py" for t in FIRST_SLICE)),
+                 solution_pairs=10000, fill_tokens=90000, sample_tasks=",".join(f"level1/{t}.py" for t in FIRST_SLICE)),
 }
 
 # ---- distributed and device

@@ -102,9 +102,9 @@ print(','.join(s for _, s in best.values()))")
     ablation)  # issue 15's experiment from out/sft, both arms for each of SEEDS; a seed's two runs are ~2 x
                # (ABLATION_MINUTES + two held-out evaluations, not yet timed): one seed per call, then ablation-report
           timeout "${BUDGET:-540}" make -s rl-ablation GPU=h200 SEEDS="${SEEDS:-1}" ABLATION_MINUTES="${ABLATION_MINUTES:-1.5}" 2>&1 | tail -30 ;;
-    ablation-arms)  # issue 15 over calls: out/sft from carried/sft (uncarry) or else stage 1 (carried/sft since
-                    # 2026-12-05 is the --fill-tokens 90000 checkpoint of results/curriculum-h200-fill.md: SFT_FLAGS
-                    # rebuilds it, commit a6cd8ad on),
+    ablation-arms)  # issue 15 over calls: out/sft from carried/sft (uncarry) or else stage 1 (the GPU default,
+                    # --fill-tokens 90000 since 2026-12-06: the checkpoint every stage-3 result since 2026-12-05
+                    # starts from, results/curriculum-CARD-fill*.md) -> results/curriculum-CARD-SFT_TAG.md,
                     # packed into $OUT/sft to come back (copy it to carried/sft here); the starting policy's
                     # held-out line once (carried/rl-start too); then each ARMS entry (arm-seed, e.g.
                     # "contrastive-1 plain-1") not yet run, while ARM_SECONDS of the call's CALL_SECONDS are left
@@ -112,7 +112,7 @@ print(','.join(s for _, s in best.values()))")
           if ! test -f out/sft/.complete; then
             rm -rf out/rl-start; mkdir -p build
             python3 train_sft.py --out out/sft --rounds 0 --held-out-tasks 0 --log-every 500 ${SFT_FLAGS:-} \
-              --report "results/curriculum-h200-${SFT_TAG:-stage1}" > build/sft.log 2>&1; tail -12 build/sft.log
+              --report "results/curriculum-$CARD-${SFT_TAG:-stage1}" > build/sft.log 2>&1; tail -12 build/sft.log
             test -f out/sft/report.json && touch out/sft/.complete && python3 bench/carry_checkpoint.py pack out/sft "$OUT/sft"
           fi
           test -f out/rl-start/held_out.jsonl || python3 train_rl.py --init out/sft --out out/rl-start --steps 0 --resample 1 2>&1 | tail -4
@@ -159,9 +159,9 @@ print(','.join(s for _, s in best.values()))")
     uncarry-sft)  # a carried checkpoint (copied into carried/sft here, passed with carry=["carried/sft"]) back to out/sft
           python3 bench/carry_checkpoint.py unpack carried/sft out/sft ;;
     held-out-sft)  # out/sft (from ablation-arms, or uncarry-sft) resumed past its last step: train_sft's own held-out
-                   # line, greedy and 4 sampled answers per held-out task -> results/curriculum-h200-SFT_TAG-held-out.md
+                   # line, greedy and 4 sampled answers per held-out task -> results/curriculum-CARD-SFT_TAG-held-out.md
           timeout "${BUDGET:-480}" python3 train_sft.py --out out/sft --rounds 0 ${SFT_FLAGS:-} \
-            --report "results/curriculum-h200-${SFT_TAG:-stage1}-held-out" 2>&1 | tail -8 ;;
+            --report "results/curriculum-$CARD-${SFT_TAG:-stage1}-held-out" 2>&1 | tail -8 ;;
     curriculum)  # issue 14: stages 1-2 on the curriculum default, the held-out line -> results/curriculum-h200.{md,json}
           timeout "${BUDGET:-540}" python3 train_sft.py --out out/sft --report results/curriculum-h200 ${SFT_FLAGS:-} 2>&1 | tail -30 ;;
     train) make -s train 2>&1 | tail -40 ;;
