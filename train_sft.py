@@ -715,13 +715,22 @@ def lr_at(step, peak, steps):
 # ---- stage 1: SFT on kernels/
 # The loop waits for the GPU (loss.item()) at the end of a window of steps (20, or fewer so that every
 # logged step ends one) and before a save, not at every step: a wait leaves the GPU idle while Python
-# launches the next step's first kernels.
+# launches the next step's first kernels. The bar shows the last window's rate, a log line the rate
+# since the line before (saves left out).
 SYNC_EVERY = math.gcd(20, args.log_every)
 speeds = []  # (steps, tokens, flops, seconds) of each window of stage-1 steps this process ran
+
+
+def rate(windows):
+    n, tokens, flops, secs = (sum(x) for x in zip(*windows))
+    mfu = f" mfu {100 * flops / secs / (peak * world):.1f}%" if peak else ""
+    return f"{tokens / secs:,.0f} tok/s{mfu} | {secs * 1000 / n:.0f} ms a step over {n} | {tokens:,} tokens"
+
+
 if start_round == 0 and step < args.steps:
     bar = tqdm(range(step, args.steps), desc="stage 1", initial=step, total=args.steps, disable=not bars,
                dynamic_ncols=True)
-    t0, window = time.time(), (0, 0, 0)
+    t0, window, logged = time.time(), (0, 0, 0), 0  # logged: the windows the last log line covered
     for step in bar:
         loss, tokens, flops = train_step(data, lr_at(step, args.lr, args.steps))
         window = (window[0] + 1, window[1] + tokens, window[2] + flops)
@@ -729,14 +738,11 @@ if start_round == 0 and step < args.steps:
         if step % SYNC_EVERY and not saving:
             continue
         loss = loss.item()  # waits for the window's last step
-        dt = time.time() - t0
-        speeds.append((*window, dt))
-        mfu = f" mfu {100 * window[2] / dt / (peak * world):.1f}%" if peak else ""
-        rate = f"{window[1] / dt:,.0f} tok/s{mfu}"
-        bar.set_postfix_str(f"loss {loss:.3f} {rate}")
+        speeds.append((*window, time.time() - t0))
+        bar.set_postfix_str(f"loss {loss:.3f} {rate(speeds[-1:]).split(' | ')[0]}")
         if step % args.log_every == 0 or step == args.steps - 1:
-            say(f"step {step:5d} | loss {loss:.4f} | lr {lr_at(step, args.lr, args.steps):.2e} | {rate} | "
-                f"{dt * 1000 / window[0]:.0f} ms a step over {window[0]} | {window[1]:,} tokens")
+            say(f"step {step:5d} | loss {loss:.4f} | lr {lr_at(step, args.lr, args.steps):.2e} | {rate(speeds[logged:])}")
+            logged = len(speeds)
         if saving:
             save(step + 1, 0)
         t0, window = time.time(), (0, 0, 0)
