@@ -106,12 +106,13 @@ parser.add_argument("--block-size", type=int, default=-1, help="longest prompt +
 parser.add_argument("--vocab-size", type=int, default=-1, help="tokenizer: 256 bytes + merges + 3 specials; 259 = bytes only")
 # ---- stage 1
 parser.add_argument("--steps", type=int, default=-1, help="optimizer steps of stage 1; -1: device default")
-parser.add_argument("--batch-size", type=int, default=-1, help="sequences per step per rank; -1: device default")
+parser.add_argument("--batch-size", type=int, default=-1, help="sequences per step per rank where --fill-tokens is 0 "
+                    "(given alone, it sets --fill-tokens 0); -1: device default")
 parser.add_argument("--batch-tokens", type=int, default=-1, help="at most this many tokens a batch, rows x the "
                     "longest row (before rounding up to PAD_TO): long rows come fewer to a batch; 0: off; -1: 16384 "
                     "for a policy over 200M parameters on a GPU (Qwen2.5-Coder-1.5B peaked at 94 GiB at 8 x 2048 on "
                     "an H200), else off")
-parser.add_argument("--fill-tokens", type=int, default=-1, help="about N tokens a batch: N over its first row's length "
+parser.add_argument("--fill-tokens", type=int, default=-1, help="about N tokens a batch per rank: N over its first row's length "
                     "(padded) rows, in place of --batch-size, so short pairs come more to a batch than long ones "
                     "(each pair still weighs the same in expectation); --batch-tokens still caps; 0: off (--batch-size "
                     "rows); -1: device default (90000 on a GPU, off on the CPU)")
@@ -167,9 +168,11 @@ args = parser.parse_args()
 # greedy answers (results/h200-sample-speed.md).
 # The GPU model is the curriculum's (issue 14): ~27M parameters (a 53 MiB bf16 checkpoint, small
 # enough to carry between device calls) on the library and the teacher's solutions of 60000 generated
-# tasks (~75k files; 3000 steps through torch.compile, each a batch of ~90k tokens, --fill-tokens: batches
-# of 64 rows ran out of an H100's 80 GB at 64 x 8192 tokens, while 90k-token batches trained at 31.2% MFU
-# there, results/curriculum-h100-fill-sync20.md), then stage 2 and the
+# tasks (~75k files; 3000 steps through torch.compile, each a batch of ~90k tokens, --fill-tokens, stage 2's
+# fine-tune too: batches of 64 rows ran out of an H100's 80 GB at 64 x 8192 tokens; 90k-token batches, with
+# the loop waiting for the GPU once every 20 steps, trained at 31.2% MFU there, where on the H200 with a wait
+# every step they read 24.0% against 64 rows' 29.8%: card and loop both changed, so which gained is not
+# measured, results/curriculum-h100-fill-sync20.md), then stage 2 and the
 # held-out line: 32 generated tasks and the 20 KernelBench level-2 ones. On the H200 (held-out
 # generated correct, greedy / sampled): 3000 tasks, 1500 x 16 (~5 passes) 12% / 6%; 20000 tasks,
 # 1500 x 16 (~1 pass) 19% / 16%; 60000 tasks, 3000 x 64: 69% / 72%, geomean 1.11x / 1.29x
@@ -201,6 +204,8 @@ DEFAULTS = {
 rank, world, device, dtype = cudal1.init_run(args.device or None, args.dtype or None)
 ddp, master = "RANK" in os.environ, rank == 0  # ddp: launched by torchrun
 given = {k for k, v in vars(args).items() if v != parser.get_default(k)}  # set on the command line
+if "batch_size" in given and "fill_tokens" not in given:
+    args.fill_tokens = 0  # rows a batch, as asked, not the GPU default's packing
 cudal1.fill_defaults(args, DEFAULTS[device.type])
 if args.round_lr < 0:
     args.round_lr = 0.2 * args.lr
@@ -713,11 +718,10 @@ def lr_at(step, peak, steps):
 
 
 # ---- stage 1: SFT on kernels/
-# The loop waits for the GPU (loss.item()) at the end of a window of steps (20, or fewer so that every
-# logged step ends one) and before a save, not at every step: a wait leaves the GPU idle while Python
-# launches the next step's first kernels. The bar shows the last window's rate, a log line the rate
-# since the line before (saves left out).
-SYNC_EVERY = math.gcd(20, args.log_every)
+# The loop waits for the GPU (loss.item()) once every SYNC_EVERY steps, at a logged step and before a
+# save, not after every step: a wait leaves the GPU idle while Python launches the next step's first
+# kernels. The bar shows the last window's rate, a log line the rate since the line before (saves left out).
+SYNC_EVERY = 20
 speeds = []  # (steps, tokens, flops, seconds) of each window of stage-1 steps this process ran
 
 
@@ -735,7 +739,7 @@ if start_round == 0 and step < args.steps:
         loss, tokens, flops = train_step(data, lr_at(step, args.lr, args.steps))
         window = (window[0] + 1, window[1] + tokens, window[2] + flops)
         saving = (step + 1) % args.save_every == 0 or step == args.steps - 1
-        if step % SYNC_EVERY and not saving:
+        if (step + 1) % SYNC_EVERY and step % args.log_every and not saving:
             continue
         loss = loss.item()  # waits for the window's last step
         speeds.append((*window, time.time() - t0))
@@ -897,6 +901,8 @@ for rnd in range(start_round, args.rounds + 1) if args.rounds > 0 else []:
     # warmed up and decayed. On the H200 a constant 3e-4 from the first step (half the peak, 5x the
     # rate stage 1 ended at) took the training loss from 0.0025 to 0.045 in 50 steps and the parse
     # rate from 94% to 6%. The loss on the stage-1 pairs, before and after, says if a round hurt.
+    # Its batches are packed as stage 1's (--fill-tokens: the pool holds stage 1's longest pairs, and 64
+    # rows of them do not fit an 80 GB card); the rates above were set at 64 rows, not measured packed.
     t3 = time.time()
     before = data_loss(data)
     bar = tqdm(range(args.round_steps), desc=f"round {rnd} fine-tune", disable=not bars, leave=False)

@@ -162,8 +162,8 @@ print(','.join(s for _, s in best.values()))")
                    # line, greedy and 4 sampled answers per held-out task -> results/curriculum-CARD-SFT_TAG-held-out.md
           timeout "${BUDGET:-480}" python3 train_sft.py --out out/sft --rounds 0 ${SFT_FLAGS:-} \
             --report "results/curriculum-$CARD-${SFT_TAG:-stage1}-held-out" 2>&1 | tail -8 ;;
-    curriculum)  # issue 14: stages 1-2 on the curriculum default, the held-out line -> results/curriculum-h200.{md,json}
-          timeout "${BUDGET:-540}" python3 train_sft.py --out out/sft --report results/curriculum-h200 ${SFT_FLAGS:-} 2>&1 | tail -30 ;;
+    curriculum)  # issue 14: stages 1-2 on the curriculum default, the held-out line -> results/curriculum-CARD.{md,json}
+          timeout "${BUDGET:-540}" python3 train_sft.py --out out/sft --report results/curriculum-$CARD ${SFT_FLAGS:-} 2>&1 | tail -30 ;;
     train) make -s train 2>&1 | tail -40 ;;
     *) echo "unknown step $step" ;;
   esac
