@@ -323,3 +323,24 @@ def test_fill_tokens_takes_as_many_rows_as_fit(tmp_path):
         line = next(x for x in p.stdout.splitlines() if x.startswith("step     1 "))
         tokens[fill] = int(line.rsplit("| ", 1)[1].split()[0].replace(",", ""))
     assert list(tokens.values()) == [tokens["0"], 2 * tokens["0"], 4 * tokens["0"]], tokens
+
+
+def test_stage1_windows_count_every_step_once(tmp_path):
+    # The loop waits for the GPU once a window (every 20th step, a logged step, a save): 45 steps logged
+    # every 10 and saved every 20 close windows out of step with each other; the log lines' "over N"
+    # add up to every step run, and so does the report's step count.
+    level = tmp_path / "kernels" / "level1"
+    level.mkdir(parents=True)
+    (level / "19_ReLU.py").write_text(RELU)
+    out = tmp_path / "out"
+    cmd = [sys.executable, os.path.join(ROOT, "train_sft.py"), "--kernels", str(tmp_path / "kernels"),
+           "--tasks", os.path.join(ROOT, "kernelbench"), "--kinds", "pytorch", "--device", "cpu", "--n-layer", "1",
+           "--n-head", "2", "--n-embd", "32", "--block-size", "2048", "--vocab-size", "259", "--steps", "45",
+           "--batch-size", "1", "--log-every", "10", "--save-every", "20", "--rounds", "0",
+           "--speedups", "none.jsonl", "--out", str(out)]
+    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    lines = [x for x in p.stdout.splitlines() if x.startswith("step ")]
+    assert [int(x.split()[1]) for x in lines] == [0, 10, 20, 30, 40, 44]
+    assert sum(int(x.split(" over ")[1].split()[0]) for x in lines) == 45
+    assert json.load(open(out / "report.json"))["stage1"]["steps"] == 45
