@@ -13,6 +13,7 @@ speedup each run found per task. Runs cut short by --time-limit are compared ove
 reached, and the table says so.
 """
 import argparse
+import collections
 import json
 import os
 import statistics
@@ -178,6 +179,26 @@ def by_visit(sampled, steps, admits, known):
     return " | ".join(out)
 
 
+def by_move(sampled, steps, known):
+    """Per move an answer's analysis opens with (move_dose.named against `known`), over the compared steps'
+    first and second half: answers, mean reward and mean advantage before normalising (reward minus its
+    group's mean: the answers to one task at one step). A move's advantage is what the update pushes it by;
+    its reward, how good it is. Moves with fewer than 5 answers in both halves are left out."""
+    group = collections.defaultdict(list)
+    for a in sampled:
+        if a["step"] < steps:
+            group[(a["step"], a["task"])].append(a["reward"])
+    stat = collections.defaultdict(lambda: ([], []))  # move -> ([(reward, advantage)] first half, second half)
+    for a in sampled:
+        if a["step"] < steps:
+            g = group[(a["step"], a["task"])]
+            stat[named(a["text"], known)][a["step"] >= max(1, steps // 2)].append((a["reward"], a["reward"] - statistics.mean(g)))
+    cell = lambda xs: (f"{len(xs)} | {statistics.mean(r for r, _ in xs):+.2f} | {statistics.mean(v for _, v in xs):+.2f}"
+                       if xs else "0 | - | -")
+    return [(m, f"{cell(h1)} | {cell(h2)}") for m, (h1, h2) in sorted(stat.items(), key=lambda kv: -len(kv[1][0]) - len(kv[1][1]))
+            if max(len(h1), len(h2)) >= 5]
+
+
 def keep_or_switch(entries):
     """Of the parsed answers to a task the run already had a correct answer for (at an earlier step),
     the shares whose moves (cudal1.moves_shown) are all among those earlier answers' ("same move") and
@@ -238,6 +259,14 @@ if all(r["sampled"] for r in runs):
            "| reward | off-move (correct) |", "|---|---|---|---|---|---|---|---|---|"]
     known = openers("gpu") if any(r["admits"] for r in runs) else []  # how each move's teacher answer opens
     md += [f"| {r['name']} | {by_visit(r['sampled'], steps, r['admits'], known)} |" for r in runs] + [""]
+    if known:
+        md += ["By move: training answers by the move their analysis opens with (named as above), over the first and "
+               "the second half of the compared steps; advantage is reward minus the mean of its group (one task's "
+               "answers at one step), before train_rl divides by the group's std: what the update pushes a move by, "
+               "where reward says how good it is. Moves with fewer than 5 answers in both halves are left out.", "",
+               "| run | move | first half: answers | reward | advantage | second half: answers | reward | advantage |",
+               "|---|---|---|---|---|---|---|---|"]
+        md += [f"| {r['name']} | {m} | {cells} |" for r in runs for m, cells in by_move(r["sampled"], steps, known)] + [""]
 md += ["Constant outputs: parsed answers of the second half whose code writes its output with torch.full "
        "(the constant_output move's mark), and how many of them the judge passed: the move applies to few "
        "tasks, so a high share with none correct is a policy claiming it where it does not hold.", "",

@@ -631,10 +631,10 @@ def test_rl_report_names_runs_by_the_setting_they_differ_in(tmp_path):
     assert (tmp_path / "report.svg").read_text().count("<polyline") == 2
 
 
-def test_rl_report_counts_answers_claiming_a_move_their_task_lacks(tmp_path):
-    """By visit, off-move: of a run's answers to a fresh generated task, the share whose analysis opens
-    with a move the teacher does not write for that task, and how many of those passed. Here the task's
-    own teacher answer at steps 0 and 1, and at step 1 an answer opening as another move's does."""
+def report_on_a_fresh_task(tmp_path, rows):
+    """bench/rl_report.py's stdout on a contrastive run over one fresh generated task (its files written
+    as train_rl writes them), whose answers.jsonl is rows(task key, its own teacher solution's move and
+    answer, the answer of a constant_output solution of another task: a move this task lacks)."""
     from kernelbench import generate as gen, teacher
     run = tmp_path / "run"
     name, src, meta = gen.tasks(cudal1.FRESH_SEED, 1, "cpu", split="train")[0]
@@ -643,20 +643,42 @@ def test_rl_report_counts_answers_claiming_a_move_their_task_lacks(tmp_path):
     assert own and "constant_output" not in own, own  # the generator changed: pick a task without one
     other = next(sol for _, s, m in gen.tasks(cudal1.FRESH_SEED, 400, "cpu", split="train")
                  for mv, sol in teacher.solutions(s, m) if mv == "constant_output")
-    answer = lambda sol: cudal1.format_answer(sol)
-    key = f"levelG/{name}.py"
-    rows = [dict(step=0, task=key, reward=0.5, status="ok", text=answer(next(iter(own.values())))),
-            dict(step=1, task=key, reward=0.5, status="ok", text=answer(next(iter(own.values())))),
-            dict(step=1, task=key, reward=-2.0, status="incorrect", text=answer(other))]
-    (run / "answers.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    move, sol = next(iter(own.items()))
+    answers = rows(f"levelG/{name}.py", move, cudal1.format_answer(sol), cudal1.format_answer(other))
+    (run / "answers.jsonl").write_text("".join(json.dumps(r) + "\n" for r in answers))
     (run / "settings.json").write_text(json.dumps(dict(
         plain=False, seed=1, out=str(run), init="out/sft", tasks_per_step=1, num_samples=2, lr=1e-5,
         temperature=0.8, adv_clip=1.5, trials=5, iters=20)))
     (run / "log.jsonl").write_text("".join(json.dumps(dict(
         step=s, reward_mean=0.0, parsed=1.0, compiled=1.0, correct=1.0, composed=0, exemplars=0, best={},
-        statuses={"ok": 1}, elapsed_s=10.0)) + "\n" for s in (0, 1)))
+        statuses={"ok": 1}, elapsed_s=10.0)) + "\n" for s in sorted({r["step"] for r in answers})))
     p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "rl_report.py"), str(run)],
                        cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-2000:]
-    row = next(line for line in p.stdout.splitlines() if line.startswith("| contrastive seed 1 | 1 |"))
+    return p.stdout
+
+
+def test_rl_report_counts_answers_claiming_a_move_their_task_lacks(tmp_path):
+    """By visit, off-move: of a run's answers to a fresh generated task, the share whose analysis opens
+    with a move the teacher does not write for that task, and how many of those passed. Here the task's
+    own teacher answer at steps 0 and 1, and at step 1 an answer opening as another move's does."""
+    out = report_on_a_fresh_task(tmp_path, lambda key, move, own, other: [
+        dict(step=0, task=key, reward=0.5, status="ok", text=own),
+        dict(step=1, task=key, reward=0.5, status="ok", text=own),
+        dict(step=1, task=key, reward=-2.0, status="incorrect", text=other)])
+    row = next(line for line in out.splitlines() if line.startswith("| contrastive seed 1 | 1 |"))
     assert row == "| contrastive seed 1 | 1 | 100% | +0.50 | 0% (0%) | 2 | 50% | -0.75 | 50% (0%) |", row
+
+
+def test_rl_report_by_move_gives_each_moves_reward_and_advantage(tmp_path):
+    """By move: step 0 (the first half) 5 answers of the task's own move at reward 0.5, one group, so
+    advantage 0; step 1 one group of 5 own-move answers at 1.0 and 5 opening as constant_output at -2.0
+    (group mean -0.5): advantages +1.5 and -1.5."""
+    moves = {}
+    out = report_on_a_fresh_task(tmp_path, lambda key, move, own, other: moves.setdefault("own", move) and (
+        [dict(step=0, task=key, reward=0.5, status="ok", text=own)] * 5
+        + [dict(step=1, task=key, reward=1.0, status="ok", text=own)] * 5
+        + [dict(step=1, task=key, reward=-2.0, status="incorrect", text=other)] * 5))
+    rows = [line for line in out.splitlines() if line.startswith("| contrastive seed 1 | ") and line.count("|") == 9]
+    assert rows == [f"| contrastive seed 1 | {moves['own']} | 5 | +0.50 | +0.00 | 5 | +1.00 | +1.50 |",
+                    "| contrastive seed 1 | constant_output | 0 | - | - | 5 | -2.00 | -1.50 |"], rows
