@@ -690,7 +690,8 @@ def log_step(step, answers, rejudged, n_shown, loss, times):
         with open(log_path, "a") as f:
             f.write(json.dumps(line) + "\n")
         with open(answers_path, "a") as f:  # every answer, for reading what the policy writes
-            f.writelines(json.dumps(dict(step=step, task=key[a["task"]], reward=a["reward"], status=a["record"]["status"],
+            f.writelines(json.dumps(dict(step=step, task=key[a["task"]], reward=a["reward"], adv=round(a["adv"], 4),
+                                         known=a["known"], status=a["record"]["status"],
                                          message=a["record"].get("message"), stopped=a["stopped"], text=a["text"])) + "\n"
                          for a in answers)
         if rejudged:

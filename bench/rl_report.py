@@ -181,22 +181,29 @@ def by_visit(sampled, steps, admits, known):
 
 def by_move(sampled, steps, known):
     """Per move an answer's analysis opens with (move_dose.named against `known`), over the compared steps'
-    first and second half: answers, mean reward and mean advantage before normalising (reward minus its
-    group's mean: the answers to one task at one step). A move's advantage is what the update pushes it by;
-    its reward, how good it is. Moves with fewer than 5 answers in both halves are left out."""
+    first and second half: answers, mean reward, mean reward minus its group's mean (a group: one task's
+    answers at one step), and the mean advantage train_rl applied (normalised by the group's std, clipped,
+    0 for code the bank held; '-' for runs before answers.jsonl recorded it). The update pushes each
+    answer's tokens by its applied advantage; reward says how good the move is. Moves with fewer than 5
+    answers in both halves are left out."""
+    half = max(1, steps // 2)
+    xs = [a for a in sampled if a["step"] < steps]
     group = collections.defaultdict(list)
-    for a in sampled:
-        if a["step"] < steps:
-            group[(a["step"], a["task"])].append(a["reward"])
-    stat = collections.defaultdict(lambda: ([], []))  # move -> ([(reward, advantage)] first half, second half)
-    for a in sampled:
-        if a["step"] < steps:
-            g = group[(a["step"], a["task"])]
-            stat[named(a["text"], known)][a["step"] >= max(1, steps // 2)].append((a["reward"], a["reward"] - statistics.mean(g)))
-    cell = lambda xs: (f"{len(xs)} | {statistics.mean(r for r, _ in xs):+.2f} | {statistics.mean(v for _, v in xs):+.2f}"
-                       if xs else "0 | - | -")
-    return [(m, f"{cell(h1)} | {cell(h2)}") for m, (h1, h2) in sorted(stat.items(), key=lambda kv: -len(kv[1][0]) - len(kv[1][1]))
-            if max(len(h1), len(h2)) >= 5]
+    for a in xs:
+        group[(a["step"], a["task"])].append(a["reward"])
+    mean = {g: statistics.mean(rs) for g, rs in group.items()}
+    halves = collections.defaultdict(lambda: ([], []))  # move -> (first half's answers, second half's)
+    for a in xs:
+        halves[named(a["text"], known)][a["step"] >= half].append(a)
+
+    def cell(answers):
+        if not answers:
+            return "0 | - | - | -"
+        avg = lambda f: f"{statistics.mean(f(a) for a in answers):+.2f}"
+        applied = avg(lambda a: a["adv"]) if all("adv" in a for a in answers) else "-"
+        return f"{len(answers)} | {avg(lambda a: a['reward'])} | {avg(lambda a: a['reward'] - mean[(a['step'], a['task'])])} | {applied}"
+    ranked = sorted(halves.items(), key=lambda kv: -len(kv[1][0]) - len(kv[1][1]))
+    return [(m, f"{cell(first)} | {cell(second)}") for m, (first, second) in ranked if max(len(first), len(second)) >= 5]
 
 
 def keep_or_switch(entries):
@@ -261,11 +268,13 @@ if all(r["sampled"] for r in runs):
     md += [f"| {r['name']} | {by_visit(r['sampled'], steps, r['admits'], known)} |" for r in runs] + [""]
     if known:
         md += ["By move: training answers by the move their analysis opens with (named as above), over the first and "
-               "the second half of the compared steps; advantage is reward minus the mean of its group (one task's "
-               "answers at one step), before train_rl divides by the group's std: what the update pushes a move by, "
-               "where reward says how good it is. Moves with fewer than 5 answers in both halves are left out.", "",
-               "| run | move | first half: answers | reward | advantage | second half: answers | reward | advantage |",
-               "|---|---|---|---|---|---|---|---|"]
+               "the second half of the compared steps: mean reward; reward minus its group's mean (one task's answers "
+               "at one step); and the advantage train_rl applied (that over the group's std, clipped to +-adv clip, 0 "
+               "for code the bank already held; '-' where the run did not record it). The update pushes a move's "
+               "answers by the last; the reward says how good the move is. Moves with fewer than 5 answers in both "
+               "halves are left out.", "",
+               "| run | move | first half: answers | reward | minus group mean | applied advantage | second half: "
+               "answers | reward | minus group mean | applied advantage |", "|---|---|---|---|---|---|---|---|---|---|"]
         md += [f"| {r['name']} | {m} | {cells} |" for r in runs for m, cells in by_move(r["sampled"], steps, known)] + [""]
 md += ["Constant outputs: parsed answers of the second half whose code writes its output with torch.full "
        "(the constant_output move's mark), and how many of them the judge passed: the move applies to few "

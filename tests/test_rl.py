@@ -633,8 +633,8 @@ def test_rl_report_names_runs_by_the_setting_they_differ_in(tmp_path):
 
 def report_on_a_fresh_task(tmp_path, rows):
     """bench/rl_report.py's stdout on a contrastive run over one fresh generated task (its files written
-    as train_rl writes them), whose answers.jsonl is rows(task key, its own teacher solution's move and
-    answer, the answer of a constant_output solution of another task: a move this task lacks)."""
+    as train_rl writes them), whose answers.jsonl is rows(task key, its own teacher solution's answer, the
+    answer of a constant_output solution of another task: a move this task lacks), and that own move."""
     from kernelbench import generate as gen, teacher
     run = tmp_path / "run"
     name, src, meta = gen.tasks(cudal1.FRESH_SEED, 1, "cpu", split="train")[0]
@@ -644,7 +644,7 @@ def report_on_a_fresh_task(tmp_path, rows):
     other = next(sol for _, s, m in gen.tasks(cudal1.FRESH_SEED, 400, "cpu", split="train")
                  for mv, sol in teacher.solutions(s, m) if mv == "constant_output")
     move, sol = next(iter(own.items()))
-    answers = rows(f"levelG/{name}.py", move, cudal1.format_answer(sol), cudal1.format_answer(other))
+    answers = rows(f"levelG/{name}.py", cudal1.format_answer(sol), cudal1.format_answer(other))
     (run / "answers.jsonl").write_text("".join(json.dumps(r) + "\n" for r in answers))
     (run / "settings.json").write_text(json.dumps(dict(
         plain=False, seed=1, out=str(run), init="out/sft", tasks_per_step=1, num_samples=2, lr=1e-5,
@@ -655,14 +655,14 @@ def report_on_a_fresh_task(tmp_path, rows):
     p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "rl_report.py"), str(run)],
                        cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-2000:]
-    return p.stdout
+    return p.stdout, move
 
 
 def test_rl_report_counts_answers_claiming_a_move_their_task_lacks(tmp_path):
     """By visit, off-move: of a run's answers to a fresh generated task, the share whose analysis opens
     with a move the teacher does not write for that task, and how many of those passed. Here the task's
     own teacher answer at steps 0 and 1, and at step 1 an answer opening as another move's does."""
-    out = report_on_a_fresh_task(tmp_path, lambda key, move, own, other: [
+    out, _ = report_on_a_fresh_task(tmp_path, lambda key, own, other: [
         dict(step=0, task=key, reward=0.5, status="ok", text=own),
         dict(step=1, task=key, reward=0.5, status="ok", text=own),
         dict(step=1, task=key, reward=-2.0, status="incorrect", text=other)])
@@ -671,14 +671,19 @@ def test_rl_report_counts_answers_claiming_a_move_their_task_lacks(tmp_path):
 
 
 def test_rl_report_by_move_gives_each_moves_reward_and_advantage(tmp_path):
-    """By move: step 0 (the first half) 5 answers of the task's own move at reward 0.5, one group, so
-    advantage 0; step 1 one group of 5 own-move answers at 1.0 and 5 opening as constant_output at -2.0
-    (group mean -0.5): advantages +1.5 and -1.5."""
-    moves = {}
-    out = report_on_a_fresh_task(tmp_path, lambda key, move, own, other: moves.setdefault("own", move) and (
-        [dict(step=0, task=key, reward=0.5, status="ok", text=own)] * 5
-        + [dict(step=1, task=key, reward=1.0, status="ok", text=own)] * 5
-        + [dict(step=1, task=key, reward=-2.0, status="incorrect", text=other)] * 5))
-    rows = [line for line in out.splitlines() if line.startswith("| contrastive seed 1 | ") and line.count("|") == 9]
-    assert rows == [f"| contrastive seed 1 | {moves['own']} | 5 | +0.50 | +0.00 | 5 | +1.00 | +1.50 |",
-                    "| contrastive seed 1 | constant_output | 0 | - | - | 5 | -2.00 | -1.50 |"], rows
+    """By move, per half: answers, mean reward, reward minus its group's mean, the recorded advantage.
+    Step 0: the task's own move 5 times at 0.5 (group mean 0.5); step 1: 5 own at 1.0 and 5 opening as
+    constant_output at -2.0 (group mean -0.5). A second task's group at each step, 4 answers naming no
+    move at -2.0, moves neither group's mean, and 'other' (4 a half) is left out."""
+    def rows(key, own, other):
+        row = lambda step, task, reward, adv, text: dict(step=step, task=task, reward=reward, adv=adv, known=False,
+                                                         status="ok" if reward > -2 else "incorrect", text=text)
+        return ([row(0, key, 0.5, 0.25, own)] * 5 + [row(0, "levelG/x.py", -2.0, 0.0, "no move")] * 4
+                + [row(1, key, 1.0, 1.5, own)] * 5 + [row(1, key, -2.0, -1.5, other)] * 5
+                + [row(1, "levelG/x.py", -2.0, 0.0, "no move")] * 4)
+    out, move = report_on_a_fresh_task(tmp_path, rows)
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| run | move |")) + 2
+    table = lines[start:lines.index("", start)]
+    assert table == [f"| contrastive seed 1 | {move} | 5 | +0.50 | +0.00 | +0.25 | 5 | +1.00 | +1.50 | +1.50 |",
+                     "| contrastive seed 1 | constant_output | 0 | - | - | - | 5 | -2.00 | -1.50 | -1.50 |"], table
