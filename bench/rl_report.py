@@ -200,9 +200,10 @@ def by_move(sampled, steps, known):
         if not answers:
             return "0 | - | - | -"
         avg = lambda f: f"{statistics.mean(f(a) for a in answers):+.2f}"
+        relative = avg(lambda a: a["reward"] - mean[(a["step"], a["task"])])
         applied = avg(lambda a: a["adv"]) if all("adv" in a for a in answers) else "-"
-        return f"{len(answers)} | {avg(lambda a: a['reward'])} | {avg(lambda a: a['reward'] - mean[(a['step'], a['task'])])} | {applied}"
-    ranked = sorted(halves.items(), key=lambda kv: -len(kv[1][0]) - len(kv[1][1]))
+        return f"{len(answers)} | {avg(lambda a: a['reward'])} | {relative} | {applied}"
+    ranked = sorted(halves.items(), key=lambda kv: -len(kv[1][0]) - len(kv[1][1]))  # most answers first
     return [(m, f"{cell(first)} | {cell(second)}") for m, (first, second) in ranked if max(len(first), len(second)) >= 5]
 
 
