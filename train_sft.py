@@ -725,10 +725,15 @@ SYNC_EVERY = 20
 speeds = []  # (steps, tokens, flops, seconds) of each window of stage-1 steps this process ran
 
 
-def rate(windows):
-    n, tokens, flops, secs = (sum(x) for x in zip(*windows))
-    mfu = f" mfu {100 * flops / secs / (peak * world):.1f}%" if peak else ""
-    return f"{tokens / secs:,.0f} tok/s{mfu} | {secs * 1000 / n:.0f} ms a step over {n} | {tokens:,} tokens"
+def throughput(windows):
+    """Over `windows` (speeds' entries): steps, tokens, seconds, tokens/s and MFU % (None where unknown)."""
+    n, tokens, flops, secs = (sum(x) for x in zip(*windows)) if windows else (0, 0, 0, 0)
+    return n, tokens, secs, tokens / secs if secs else None, 100 * flops / secs / (peak * world) if secs and peak else None
+
+
+def speed_text(windows):
+    _, _, _, tok_s, mfu = throughput(windows)
+    return f"{tok_s:,.0f} tok/s" + (f" mfu {mfu:.1f}%" if mfu else "")
 
 
 if start_round == 0 and step < args.steps:
@@ -743,9 +748,11 @@ if start_round == 0 and step < args.steps:
             continue
         loss = loss.item()  # waits for the window's last step
         speeds.append((*window, time.time() - t0))
-        bar.set_postfix_str(f"loss {loss:.3f} {rate(speeds[-1:]).split(' | ')[0]}")
+        bar.set_postfix_str(f"loss {loss:.3f} {speed_text(speeds[-1:])}")
         if step % args.log_every == 0 or step == args.steps - 1:
-            say(f"step {step:5d} | loss {loss:.4f} | lr {lr_at(step, args.lr, args.steps):.2e} | {rate(speeds[logged:])}")
+            n, tokens, secs, *_ = throughput(speeds[logged:])
+            say(f"step {step:5d} | loss {loss:.4f} | lr {lr_at(step, args.lr, args.steps):.2e} | {speed_text(speeds[logged:])} | "
+                f"{secs * 1000 / n:.0f} ms a step over {n} | {tokens:,} tokens")
             logged = len(speeds)
         if saving:
             save(step + 1, 0)
@@ -1021,17 +1028,15 @@ def write_report(path, copy=""):
     rounds = [json.loads(line) for line in open(rounds_path)] if os.path.exists(rounds_path) else []
     # Totals over the second half (past warm-up and allocator growth), not a median step: step times
     # vary ~8x with the batch's length (30-240 ms on the H200), and the median overstated the rate.
-    _, tokens, flops, secs = (sum(x) for x in zip(*speeds[len(speeds) // 2:])) if speeds else (0, 0, 0, 0)
-    tok_s = tokens / secs if secs else None
-    mfu = 100 * flops / secs / (peak * world) if secs and peak else None
-    stage1_s = sum(s[3] for s in speeds)
+    *_, tok_s, mfu = throughput(speeds[len(speeds) // 2:])
+    steps1, _, stage1_s, *_ = throughput(speeds)
     summary = dict(command="python " + " ".join(sys.argv), env=env, world=world, dtype=str(dtype), settings=vars(args),
                    params=raw_model.num_params(), tokens_per_solution=n_tok, solutions=len(examples), plain_pairs=len(plain),
                    solution_files=[e["path"] for e in examples], sample_tasks=sample_tasks,  # what it trained on
                    generated_tasks=gen_tasks, contrastive_pairs=len(cpairs), reference_pairs=len(rpairs),
                    solution_pairs=len(spairs),
                    stage2=rounds, held_out=held,
-                   stage1=dict(steps=sum(s[0] for s in speeds), seconds=stage1_s, tokens_per_s=tok_s, mfu_percent=mfu))
+                   stage1=dict(steps=steps1, seconds=stage1_s, tokens_per_s=tok_s, mfu_percent=mfu))
     sp = lambda v: "-" if v is None else f"{v:.2f}x"
     lines = [f"# train_sft.py on {env['gpu']}", "",
              f"`{summary['command']}`  ", f"commit {env['commit']}, torch {env['torch']}, {world} rank(s), {dtype}, "
