@@ -1346,6 +1346,7 @@ def parse_answer(text):
 #   bucket_sample    CUDA-L1's exemplar choice: earlier correct solutions from distinct score buckets
 #   reward           f(record): log2 speedup for correct answers, a fixed floor for everything else
 #   group_advantages rewards normalised within each task's group of G samples, clipped to +-k
+#   gain_advantages  or: log2 speedup above eager for correct answers faster than it, 0 for the rest
 #   pg_loss          -mean(advantage * log-prob of answer tokens): REINFORCE, no clip or KL
 #   implausible      a speedup big enough that it must be judged again before it is believed
 
@@ -1543,6 +1544,20 @@ def group_advantages(rewards, group_size, clip=1.5, std_floor=0.1, known=None):
     r = torch.as_tensor(rewards, dtype=torch.float32).view(-1, group_size)  # (B, G)
     std = r.std(1, unbiased=False, keepdim=True).clamp(min=std_floor)
     adv = ((r - r.mean(1, keepdim=True)) / std).clamp(-clip, clip).view(-1)
+    return adv if known is None else adv.masked_fill(torch.as_tensor(known, dtype=torch.bool), 0.0)
+
+
+def gain_advantages(rewards, clip=1.5, known=None):
+    """(N,) rewards -> (N,) advantages measured from eager speed, not from the group's mean: a correct
+    answer faster than the reference earns its log2 speedup (clipped to `clip`), everything else 0.
+
+    Against the group baseline, a slow pass (0.9x) among failures earns a full positive advantage
+    and a fast answer among faster ones a negative one: on the H100 at lr 1e-4 that moved the policy
+    towards moves that pass at any speed and away from the fastest (results/learning-h100-lr1e-4.md).
+    Here only answers that beat eager are pushed up, by how much they beat it, and nothing is pushed
+    down; it is advantage-weighted imitation of the policy's own wins. known: as group_advantages.
+    """
+    adv = torch.as_tensor(rewards, dtype=torch.float32).clamp(0.0, clip)
     return adv if known is None else adv.masked_fill(torch.as_tensor(known, dtype=torch.bool), 0.0)
 
 

@@ -7,8 +7,8 @@ measured speedups (cudal1.bucket_sample). The policy writes a performance analys
 new ModelNew. Every parsed answer is judged in one call to evaluate.judge_many (the judge of the
 CLI and of stage 2; code the bank has measured keeps that verdict), each record becomes a reward
 (cudal1.reward), rewards are normalised within each task's group and clipped
-(cudal1.group_advantages), and one optimizer step follows on
--mean(advantage * log-prob of the answer tokens) (cudal1.pg_loss). Every judged solution goes back
+(cudal1.group_advantages; --advantage gain: measured from eager speed, cudal1.gain_advantages), and one
+optimizer step follows on -mean(advantage * log-prob of the answer tokens) (cudal1.pg_loss). Every judged solution goes back
 into the bank, so the next prompt for a task contrasts its newest variants. --plain runs the same
 loop with plain prompts: the paper's ablation.
 
@@ -86,6 +86,9 @@ parser.add_argument("--min-answer-tokens", type=int, default=-1, help="drop exem
                     "left; -1: device default")
 # ---- reward and loss
 parser.add_argument("--adv-clip", type=float, default=1.5, help="advantages clipped to +-this (CUDA-L1: 1.5)")
+parser.add_argument("--advantage", choices=("group", "gain"), default="group", help="group: rewards minus "
+                    "the task's group mean, over its std (cudal1.group_advantages); gain: a correct answer's log2 "
+                    "speedup where it beats eager, 0 for every other answer (cudal1.gain_advantages)")
 parser.add_argument("--std-floor", type=float, default=0.1, help="smallest group std of rewards divided by (log2 units)")
 parser.add_argument("--max-speedup", type=float, default=20.0, help="a speedup above this is judged again; 0: off")
 parser.add_argument("--update-tokens", type=int, default=-1, help="at most this many tokens (prompt + answer, "
@@ -714,7 +717,8 @@ while step < args.steps:
     rewards = [cudal1.reward(a["record"]) for a in answers]  # G consecutive answers per group
     known_code = {g["task"]: bank.sources(key[g["task"]]) for g in groups}  # the bank before this step
     known = [a["source"] is not None and cudal1.same_code(a["source"]) in known_code[a["task"]] for a in answers]
-    adv = cudal1.group_advantages(rewards, G, args.adv_clip, args.std_floor, known)  # known code earns none
+    adv = (cudal1.group_advantages(rewards, G, args.adv_clip, args.std_floor, known) if args.advantage == "group"
+           else cudal1.gain_advantages(rewards, args.adv_clip, known))  # known code earns none
     loss = policy_step(groups, adv)
     t3 = time.time()
     for a, r, k, v in zip(answers, rewards, known, adv.tolist()):

@@ -116,11 +116,11 @@ runs = [load(p) for p in args.runs]
 # a setting the runs differ in beyond the seed and the prompt (e.g. rl_cover) makes a variant an arm of its own,
 # named by it in every table, chart, mean and picture: "contrastive rl_cover=3 seed 1"; "?" where a run predates
 # the flag (what it ran with then is not recorded). Where and how long a run ran are not variants; a run made
-# before a flag was removed ran at REMOVED's value, as one made after runs
-REMOVED = dict(distill=0.0, distill_rows="best", ppo_epochs=1, clip_eps=0.0, kl_coef=0.0)
+# before a flag was removed (or added) ran at UNRECORDED's value, as one made after (before) runs
+UNRECORDED = dict(distill=0.0, distill_rows="best", ppo_epochs=1, clip_eps=0.0, kl_coef=0.0, advantage="group")
 RUNTIME = ("seed", "plain", "out", "device", "dtype", "judge_jobs", "save_every", "cuda_graphs", "steps", "time_limit",
            "held_out_every", "timeout")
-setting = lambda r, k: r["settings"].get(k, REMOVED.get(k, "?"))
+setting = lambda r, k: r["settings"].get(k, UNRECORDED.get(k, "?"))
 varied = sorted(k for k in set().union(*(r["settings"] for r in runs)) if k not in RUNTIME
                 and len({json.dumps(setting(r, k)) for r in runs}) > 1)
 for r in runs:

@@ -94,6 +94,18 @@ def test_group_advantages_by_hand():
     assert adv.tolist() == pytest.approx([-0.05, 0.05])
 
 
+def test_gain_advantages_push_only_wins_over_eager():
+    """--advantage gain: a slow pass among failures earns nothing (the group baseline gives it +1.5), a
+    fast answer among faster ones keeps its gain, and known code earns none."""
+    rewards = [cudal1.reward(dict(correct=True, speedup=s)) if s else cudal1.REWARD_FAIL for s in (0.9, 0, 0, 0)]
+    assert cudal1.group_advantages(rewards, 4)[0] == pytest.approx(1.5)
+    assert cudal1.gain_advantages(rewards).tolist() == [0.0, 0.0, 0.0, 0.0]
+    rewards = [1.0, 2.0, 2.0, 0.5]  # log2 speedups: 2x, 4x, 4x, 1.41x
+    assert cudal1.group_advantages(rewards, 4)[3] < 0
+    assert cudal1.gain_advantages(rewards, clip=1.5).tolist() == pytest.approx([1.0, 1.5, 1.5, 0.5])
+    assert cudal1.gain_advantages(rewards, known=[False, True, False, False]).tolist() == pytest.approx([1, 0, 1.5, 0.5])
+
+
 # ---- loss
 
 def test_known_code_earns_no_advantage():
@@ -604,7 +616,7 @@ def test_rl_report_names_runs_by_the_setting_they_differ_in(tmp_path):
     """Two contrastive runs of one seed that differ in --rl-cover are two arms, each with its own row,
     mean and line in the picture: named by the seed alone they were one (the picture drew one line). A run
     made before the flag existed is named by a '?'; where a run ran (device) names no arm, nor a flag
-    since removed that a run recorded at its default (rl_report.REMOVED)."""
+    since removed that a run recorded at its default (rl_report.UNRECORDED)."""
     runs = []
     for cover in (0, 3):
         d = tmp_path / f"cover{cover}"
