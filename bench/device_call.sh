@@ -148,6 +148,10 @@ print(','.join(s for _, s in best.values()))")
                        # (the carried start's: carry=["carried/rl-start"]), one judge call -> results/CARD-held-out-ceiling-MMDD-HHMM.md
           timeout "${BUDGET:-300}" python3 bench/held_out_ceiling.py --answers "${CEILING_ANSWERS:-carried/rl-start/held_out_answers.jsonl}" \
             --out "results/$CARD-held-out-ceiling-$STAMP.md" 2>&1 | tail -8 ;;
+    level2-vs-library)  # issue 15: the held-out level-2 answers of every run under out/ (or VS_RUNS) beside the library's
+                        # files, judged again in full in one call -> results/CARD-level2-vs-library-MMDD-HHMM.md (~2 min)
+          timeout "${BUDGET:-300}" python3 bench/level2_vs_library.py ${VS_RUNS:-$(ls -d out/rl-*)} \
+            --out "results/$CARD-level2-vs-library-$STAMP.md" 2>&1 | tail -30 ;;
     probe)  # does the policy read a prompt that shows a solution? bench/exemplar_probe.py on out/sft, with the first
             # contrastive arm's tasks and bank, all prompts in one batch on the GPU -> results/PROBE_NAME.md (exemplar-probe-h200)
           timeout "${BUDGET:-200}" python3 bench/exemplar_probe.py --init out/sft --run out/rl-contrastive-s1 --tasks 8 \
