@@ -179,9 +179,10 @@ def by_visit(sampled, steps, admits, known):
     return " | ".join(out)
 
 
-def by_move(sampled, steps, known):
+def by_move(sampled, steps, known, admits):
     """Per move an answer's analysis opens with (move_dose.named against `known`), over the compared steps'
-    first and second half: answers, mean reward, mean reward minus its group's mean (a group: one task's
+    first and second half: answers (in brackets those to tasks whose teacher writes the move, `admits`: a
+    push that teaches the move's choice raises these, one that teaches the move alone raises the rest), mean reward, mean reward minus its group's mean (a group: one task's
     answers at one step), and the mean advantage train_rl applied (normalised by the group's std, clipped,
     0 for code the bank held; '-' for runs before answers.jsonl recorded it). The update pushes each
     answer's tokens by its applied advantage; reward says how good the move is. Moves with fewer than 5
@@ -202,7 +203,9 @@ def by_move(sampled, steps, known):
         avg = lambda f: f"{statistics.mean(f(a) for a in answers):+.2f}"
         relative = avg(lambda a: a["reward"] - mean[(a["step"], a["task"])])
         applied = avg(lambda a: a["adv"]) if all("adv" in a for a in answers) else "-"
-        return f"{len(answers)} | {avg(lambda a: a['reward'])} | {relative} | {applied}"
+        move = named(answers[0]["text"], known)
+        admitting = sum(move in admits.get(a["task"], ()) for a in answers)
+        return f"{len(answers)} ({admitting}) | {avg(lambda a: a['reward'])} | {relative} | {applied}"
     ranked = sorted(halves.items(), key=lambda kv: -len(kv[1][0]) - len(kv[1][1]))  # most answers first
     return [(m, f"{cell(first)} | {cell(second)}") for m, (first, second) in ranked if max(len(first), len(second)) >= 5]
 
@@ -269,14 +272,16 @@ if all(r["sampled"] for r in runs):
     md += [f"| {r['name']} | {by_visit(r['sampled'], steps, r['admits'], known)} |" for r in runs] + [""]
     if known:
         md += ["By move: training answers by the move their analysis opens with (named as above), over the first and "
-               "the second half of the compared steps: mean reward; reward minus its group's mean (one task's answers "
+               "the second half of the compared steps: answers, and in brackets those to tasks the move holds for "
+               "(the teacher writes it for them: a push that teaches when to use the move raises these, one that "
+               "teaches the move alone raises the rest); mean reward; reward minus its group's mean (one task's answers "
                "at one step); and the advantage train_rl applied (that over the group's std, clipped to +-adv clip, 0 "
                "for code the bank already held; '-' where the run did not record it). The update pushes a move's "
                "answers by the last; the reward says how good the move is. Moves with fewer than 5 answers in both "
                "halves are left out.", "",
-               "| run | move | first half: answers | reward | minus group mean | applied advantage | second half: "
-               "answers | reward | minus group mean | applied advantage |", "|---|---|---|---|---|---|---|---|---|---|"]
-        md += [f"| {r['name']} | {m} | {cells} |" for r in runs for m, cells in by_move(r["sampled"], steps, known)] + [""]
+               "| run | move | first half: answers (move holds) | reward | minus group mean | applied advantage | second half: "
+               "answers (move holds) | reward | minus group mean | applied advantage |", "|---|---|---|---|---|---|---|---|---|---|"]
+        md += [f"| {r['name']} | {m} | {cells} |" for r in runs for m, cells in by_move(r["sampled"], steps, known, r["admits"])] + [""]
 md += ["Constant outputs: parsed answers of the second half whose code writes its output with torch.full "
        "(the constant_output move's mark), and how many of them the judge passed: the move applies to few "
        "tasks, so a high share with none correct is a policy claiming it where it does not hold.", "",
