@@ -7,10 +7,10 @@ measured speedups (cudal1.bucket_sample). The policy writes a performance analys
 new ModelNew. Every parsed answer is judged in one call to evaluate.judge_many (the judge of the
 CLI and of stage 2; code the bank has measured keeps that verdict), each record becomes a reward
 (cudal1.reward), rewards are normalised within each task's group and clipped
-(cudal1.group_advantages; --advantage gain: measured from eager speed, cudal1.gain_advantages), and one
-optimizer step follows on -mean(advantage * log-prob of the answer tokens) (cudal1.pg_loss). Every judged solution goes back
-into the bank, so the next prompt for a task contrasts its newest variants. --plain runs the same
-loop with plain prompts: the paper's ablation.
+(cudal1.group_advantages; --advantage gain: measured from eager speed, cudal1.gain_advantages), and
+one optimizer step follows on -mean(advantage * log-prob of the answer tokens) (cudal1.pg_loss).
+Every judged solution goes back into the bank, so the next prompt for a task contrasts its newest
+variants. --plain runs the same loop with plain prompts: the paper's ablation.
 
     python train_rl.py                                       # from out/sft (make sft); GPU if present, else CPU
     python train_rl.py --plain --out out/rl-plain            # the ablation, from the same checkpoint
@@ -85,7 +85,8 @@ parser.add_argument("--bucket-temperature", type=float, default=1.0, help="softm
 parser.add_argument("--min-answer-tokens", type=int, default=-1, help="drop exemplars until this many tokens are "
                     "left; -1: device default")
 # ---- reward and loss
-parser.add_argument("--adv-clip", type=float, default=1.5, help="advantages clipped to +-this (CUDA-L1: 1.5)")
+parser.add_argument("--adv-clip", type=float, default=1.5, help="advantages clipped to +-this (CUDA-L1: 1.5); "
+                    "under --advantage gain a cap on the log2 speedup: 1.5 is 2.83x")
 parser.add_argument("--advantage", choices=("group", "gain"), default="group", help="group: rewards minus "
                     "the task's group mean, over its std (cudal1.group_advantages); gain: a correct answer's log2 "
                     "speedup where it beats eager, 0 for every other answer (cudal1.gain_advantages)")
@@ -550,8 +551,9 @@ def judge(groups):
 
 def policy_step(groups, adv):
     """One optimizer step on this batch; returns this rank's share of its loss, or None when no
-    group anywhere had a signal (all its rewards equal). Groups without one are skipped:
-    their advantages are zero, so they would add only forward passes and count in the mean."""
+    group anywhere had a signal (a nonzero advantage: with --advantage group, rewards not all equal;
+    with gain, a new answer faster than eager). Groups without one are skipped: their advantages are
+    zero, so they would add only forward passes and count in the mean."""
     live = [(g, adv[i * G:(i + 1) * G]) for i, g in enumerate(groups) if adv[i * G:(i + 1) * G].abs().sum() > 0]
     n_tok = torch.tensor(float(sum(len(r) for g, _ in live for r in g["rows"])), device=device)
     if ddp:

@@ -115,8 +115,9 @@ def chart(series, height):
 runs = [load(p) for p in args.runs]
 # a setting the runs differ in beyond the seed and the prompt (e.g. rl_cover) makes a variant an arm of its own,
 # named by it in every table, chart, mean and picture: "contrastive rl_cover=3 seed 1"; "?" where a run predates
-# the flag (what it ran with then is not recorded). Where and how long a run ran are not variants; a run made
-# before a flag was removed (or added) ran at UNRECORDED's value, as one made after (before) runs
+# the flag (what it ran with then is not recorded). Where and how long a run ran are not variants. A run whose
+# settings lack a flag in UNRECORDED ran at that value: a removed flag's value from then on, an added flag's
+# behaviour before it existed
 UNRECORDED = dict(distill=0.0, distill_rows="best", ppo_epochs=1, clip_eps=0.0, kl_coef=0.0, advantage="group")
 RUNTIME = ("seed", "plain", "out", "device", "dtype", "judge_jobs", "save_every", "cuda_graphs", "steps", "time_limit",
            "held_out_every", "timeout")
@@ -142,8 +143,9 @@ md = [f"# Contrastive vs plain RL ({env.get('gpu', '?')})", "",
       + "; ".join(f"`{r['path']}` ({r['name']}, {len(r['log'])} steps, "
                   f"{r['log'][-1]['elapsed_s'] / 60 if r['log'] else 0:.1f} min)"
                   for r in runs),
-      f"- init `{s0['init']}`; {s0['tasks_per_step']} tasks/step, G={s0['num_samples']}, lr {s0['lr']:g}, "
-      f"temperature {s0['temperature']}, adv clip {s0['adv_clip']}, judge trials {s0['trials']} iters {s0['iters']}"
+      f"- init `{s0['init']}`; {s0['tasks_per_step']} tasks/step, G={s0['num_samples']}"
+      + ("" if "lr" in varied else f", lr {s0['lr']:g}")
+      + f", temperature {s0['temperature']}, adv clip {s0['adv_clip']}, judge trials {s0['trials']} iters {s0['iters']}"
       + (f", fresh tasks covering each move {s0['rl_cover']} time(s) (--rl-cover)" if s0.get("rl_cover") and "rl_cover" not in varied else ""),
       f"- commit {env.get('commit', '?')}, GPU {env.get('gpu', '?')}, driver {env.get('driver', '?')}, "
       f"torch {env.get('torch', '?')}, tolerance {tolerance}",
@@ -181,12 +183,14 @@ def by_visit(sampled, steps, admits, known):
 
 def by_move(sampled, steps, known, admits):
     """Per move an answer's analysis opens with (move_dose.named against `known`), over the compared steps'
-    first and second half: answers (in brackets those to tasks whose teacher writes the move, `admits`: a
-    push that teaches the move's choice raises these, one that teaches the move alone raises the rest), mean reward, mean reward minus its group's mean (a group: one task's
-    answers at one step), and the mean advantage train_rl applied (normalised by the group's std, clipped,
-    0 for code the bank held; '-' for runs before answers.jsonl recorded it). The update pushes each
-    answer's tokens by its applied advantage; reward says how good the move is. Moves with fewer than 5
-    answers in both halves are left out."""
+    first and second half: answers; in brackets the share of the answers to the tasks the move holds for
+    (the teacher writes it for them, `admits`) that open with it, and the same share over the other tasks
+    ('-' where no task's moves are known): a push that teaches when to use a move raises the first, one that
+    teaches the move alone both. Shares, not counts: a half may visit a task more often than the other.
+    Then mean reward, mean reward minus its group's mean (a group: one task's answers at one step), and
+    the mean advantage train_rl applied ('-' for runs before answers.jsonl recorded it). The update
+    pushes each answer's tokens by its applied advantage; reward says how good the move is. Moves with
+    fewer than 5 answers in both halves are left out."""
     half = max(1, steps // 2)
     xs = [a for a in sampled if a["step"] < steps]
     group = collections.defaultdict(list)
@@ -197,17 +201,29 @@ def by_move(sampled, steps, known, admits):
     for a in xs:
         halves[named(a["text"], known)][a["step"] >= half].append(a)
 
-    def cell(answers):
+    def shares(move, later):
+        """'holds% / elsewhere%': of the half's answers to the tasks the move holds for, the share that opens
+        with it, and the same of the answers to the other tasks; '-' for a side with no answers, and alone
+        where no task's moves are known."""
+        every = [a for a in xs if (a["step"] >= half) == later and a["task"] in admits]
+        if not every:
+            return "-"
+
+        def rate(holds):
+            side = [a for a in every if (move in admits[a["task"]]) == holds]
+            return f"{sum(named(a['text'], known) == move for a in side) / len(side):.0%}" if side else "-"
+        return f"{rate(True)} / {rate(False)}"
+
+    def cell(move, answers, later):
         if not answers:
             return "0 | - | - | -"
         avg = lambda f: f"{statistics.mean(f(a) for a in answers):+.2f}"
         relative = avg(lambda a: a["reward"] - mean[(a["step"], a["task"])])
         applied = avg(lambda a: a["adv"]) if all("adv" in a for a in answers) else "-"
-        move = named(answers[0]["text"], known)
-        admitting = sum(move in admits.get(a["task"], ()) for a in answers)
-        return f"{len(answers)} ({admitting}) | {avg(lambda a: a['reward'])} | {relative} | {applied}"
+        return f"{len(answers)} ({shares(move, later)}) | {avg(lambda a: a['reward'])} | {relative} | {applied}"
     ranked = sorted(halves.items(), key=lambda kv: -len(kv[1][0]) - len(kv[1][1]))  # most answers first
-    return [(m, f"{cell(first)} | {cell(second)}") for m, (first, second) in ranked if max(len(first), len(second)) >= 5]
+    return [(m, f"{cell(m, first, False)} | {cell(m, second, True)}") for m, (first, second) in ranked
+            if max(len(first), len(second)) >= 5]
 
 
 def keep_or_switch(entries):
@@ -272,16 +288,19 @@ if all(r["sampled"] for r in runs):
     md += [f"| {r['name']} | {by_visit(r['sampled'], steps, r['admits'], known)} |" for r in runs] + [""]
     if known:
         md += ["By move: training answers by the move their analysis opens with (named as above), over the first and "
-               "the second half of the compared steps: answers, and in brackets those to tasks the move holds for "
-               "(the teacher writes it for them: a push that teaches when to use the move raises these, one that "
-               "teaches the move alone raises the rest); mean reward; reward minus its group's mean (one task's answers "
-               "at one step); and the advantage train_rl applied (that over the group's std, clipped to +-adv clip, 0 "
-               "for code the bank already held; '-' where the run did not record it). The update pushes a move's "
+               "the second half of the compared steps: answers, and in brackets the share of the answers to the tasks "
+               "the move holds for (the teacher writes it for them) that open with it / the same share over the other "
+               "tasks: a push that teaches when to use a move raises the first, one that teaches the move alone both; "
+               "mean reward; reward minus its group's mean (one task's answers at one step); and the advantage "
+               "train_rl applied (--advantage group: that over the group's std; gain: the log2 speedup over eager of "
+               "a correct answer faster than it, else 0; either clipped to adv clip, 0 for code the bank already held; "
+               "'-' where the run did not record it). The update pushes a move's "
                "answers by the last; the reward says how good the move is. Moves with fewer than 5 answers in both "
                "halves are left out.", "",
-               "| run | move | first half: answers (move holds) | reward | minus group mean | applied advantage | second half: "
-               "answers (move holds) | reward | minus group mean | applied advantage |", "|---|---|---|---|---|---|---|---|---|---|"]
-        md += [f"| {r['name']} | {m} | {cells} |" for r in runs for m, cells in by_move(r["sampled"], steps, known, r["admits"])] + [""]
+               "| run | move | first half: answers (holds / elsewhere) | reward | minus group mean | applied "
+               "advantage | second half: answers (holds / elsewhere) | reward | minus group mean | applied advantage |", "|---|---|---|---|---|---|---|---|---|---|"]
+        md += [f"| {r['name']} | {m} | {cells} |" for r in runs
+               for m, cells in by_move(r["sampled"], steps, known, r["admits"])] + [""]
 md += ["Constant outputs: parsed answers of the second half whose code writes its output with torch.full "
        "(the constant_output move's mark), and how many of them the judge passed: the move applies to few "
        "tasks, so a high share with none correct is a policy claiming it where it does not hold.", "",
@@ -289,9 +308,10 @@ md += ["Constant outputs: parsed answers of the second half whose code writes it
        "step (what a contrastive prompt then shows), split into those that use only the moves of the earlier "
        "correct answers and those that use another (by cudal1.MOVE_MARKS; answers with no mark are in neither), "
        "and in brackets how many of each the judge passed.", "",
-       "Groups with a signal: a task's G answers whose rewards are not all equal, so the update learns from them "
-       "(a group of one code G times, or all failing, teaches nothing); in brackets the distinct parsed codes "
-       "per group (cudal1.same_code).", ""]
+       "Groups with a signal: a task's G answers of which some get a nonzero advantage, so the update learns from "
+       "them (--advantage group: rewards not all equal, so a group of one code G times, or all failing, teaches "
+       "nothing; gain: some new answer beat eager); in brackets the distinct parsed codes per group "
+       "(cudal1.same_code).", ""]
 held = [r for r in runs if r["held"]]
 if held:  # the split no training input touches, measured before the first update and during the run
     groups = [g for g in held[0]["held"][0]["stats"] if all(g in h["stats"] for r in held for h in r["held"])]

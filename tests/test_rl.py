@@ -683,8 +683,8 @@ def test_rl_report_counts_answers_claiming_a_move_their_task_lacks(tmp_path):
 
 
 def test_rl_report_by_move_gives_each_moves_reward_and_advantage(tmp_path):
-    """By move, per half: answers (those to a task the move holds for), mean reward, reward minus its group's
-    mean, the recorded advantage.
+    """By move, per half: answers (the share of answers opening with the move, to tasks it holds for / to the
+    others), mean reward, reward minus its group's mean, the recorded advantage.
     Step 0: the task's own move 5 times at 0.5 (group mean 0.5); step 1: 5 own at 1.0 and 5 opening as
     constant_output at -2.0 (group mean -0.5). A second task's group at each step, 4 answers naming no
     move at -2.0, moves neither group's mean, and 'other' (4 a half) is left out."""
@@ -698,5 +698,7 @@ def test_rl_report_by_move_gives_each_moves_reward_and_advantage(tmp_path):
     lines = out.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("| run | move |")) + 2
     table = lines[start:lines.index("", start)]
-    assert table == [f"| contrastive seed 1 | {move} | 5 (5) | +0.50 | +0.00 | +0.25 | 5 (5) | +1.00 | +1.50 | +1.50 |",
-                     "| contrastive seed 1 | constant_output | 0 | - | - | - | 5 (0) | -2.00 | -1.50 | -1.50 |"], table
+    # brackets: of the answers to tasks the move holds for, the share opening with it / of those to the others
+    # (the fresh task holds its own move, not constant_output; levelG/x.py's moves are unknown: in neither)
+    assert table == [f"| contrastive seed 1 | {move} | 5 (100% / -) | +0.50 | +0.00 | +0.25 | 5 (50% / -) | +1.00 | +1.50 | +1.50 |",
+                     "| contrastive seed 1 | constant_output | 0 | - | - | - | 5 (- / 50%) | -2.00 | -1.50 | -1.50 |"], table
