@@ -58,13 +58,16 @@ def named(answer, known):
     return best[1] if shared(best[0]) >= 2 else "other"
 
 
-def fresh_admitting(move, n, size):
-    """(name, source, meta) of the first n fresh training-split tasks whose teacher writes `move`."""
+def fresh_admitting(move, n, size, admits=True):
+    """(name, source, meta) of the first n fresh training-split tasks whose teacher writes `move` (admits=False:
+    whose meta does not name it)."""
     out, seed = [], cudal1.FRESH_SEED
     while len(out) < n:
         (name, src, meta), = gen.tasks(seed, 1, size, split="train")
         seed = meta["seed"] + 1
-        if move in meta["moves"] and not cudal1.held_out(meta) and move in dict(teacher.solutions(src, meta)):
+        if cudal1.held_out(meta):
+            continue
+        if (move in meta["moves"] and move in dict(teacher.solutions(src, meta))) if admits else move not in meta["moves"]:
             out.append((name, src, meta))
     return out
 
@@ -77,6 +80,12 @@ def main(argv=None):
     p.add_argument("--held", type=int, default=32, help="held-out generated tasks read, the first N")
     p.add_argument("--lr", type=float, default=1e-5, help="AdamW learning rate (train_rl's GPU default: 1e-5)")
     p.add_argument("--adv", type=float, default=1.5, help="the advantage every trained answer gets (train_rl's clip)")
+    p.add_argument("--negatives", type=int, default=0, help="also this many fresh training tasks that do not admit "
+                   "--move, each trained with a trained task's --move answer at advantage --negative-adv: the move "
+                   "claimed where it fails, pushed down as train_rl's group baseline pushes a failing answer "
+                   "(--advantage gain pushes nothing down)")
+    p.add_argument("--negative-adv", type=float, default=-0.5, help="their advantage: -0.5 is the group baseline's "
+                   "for each of four failures beside one pass (which gets +1.5)")
     p.add_argument("--steps", default="1,3,6,10,15", help="read after these many updates")
     p.add_argument("--open", type=int, default=40, help="answer tokens that make an opening")
     p.add_argument("--size", default="gpu", choices=("gpu", "cpu"), help="the tasks' sizes (the prompts a run sees)")
@@ -96,8 +105,13 @@ def main(argv=None):
 
     fresh = fresh_admitting(a.move, a.tasks, a.size)
     train = [task(src, meta) for _, src, meta in fresh]
+    lacking = fresh_admitting(a.move, a.negatives, a.size, admits=False) if a.negatives else []
+    # (prompt, answer ids, advantage) of every update: the move where it holds pushed up, where it fails down
+    rows = ([(prompt, sols[a.move], a.adv) for prompt, sols in train]
+            + [(task(src, meta)[0], train[k % len(train)][1][a.move], a.negative_adv)
+               for k, (_, src, meta) in enumerate(lacking)])
     held = {}  # id -> task, the held-out split's first --held (checked to be none of the tasks trained on)
-    for t in cudal1.held_out_tasks(a.work, a.held, a.size, trained=[src for _, src, _ in fresh])["generated"]:
+    for t in cudal1.held_out_tasks(a.work, a.held, a.size, trained=[src for _, src, _ in fresh + lacking])["generated"]:
         held[os.path.basename(t).split("_")[0]] = task(cudal1.read(t), gen.read_meta(t))
     known = openers(a.size)
 
@@ -131,13 +145,13 @@ def main(argv=None):
 
     table = [read(0)]
     opt = cudal1.adamw(model, a.lr, 0.0, device)
-    done, n_tok = 0, sum(len(sols[a.move]) for _, sols in train)
+    done, n_tok = 0, sum(len(ids) for _, ids, _ in rows)
     for target in sorted({int(s) for s in a.steps.split(",") if s}):
         while done < target:  # one update over all of them: their tokens' mean, as pg_loss takes a batch
             model.train()
-            for prompt, sols in train:
-                lp, mask = cudal1.answer_logprobs(model, prompt, [sols[a.move]])
-                (cudal1.pg_loss(lp, mask, torch.tensor([a.adv], device=device)) * mask.sum() / n_tok).backward()
+            for prompt, ids, adv in rows:
+                lp, mask = cudal1.answer_logprobs(model, prompt, [ids])
+                (cudal1.pg_loss(lp, mask, torch.tensor([adv], device=device)) * mask.sum() / n_tok).backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
             opt.zero_grad(set_to_none=True)
@@ -149,7 +163,9 @@ def main(argv=None):
           f"- command: `python bench/move_dose.py {' '.join(argv if argv is not None else sys.argv[1:])}`, "
           f"commit {evaluate.commit()}, torch {torch.__version__}, {device}",
           f"- trained: {', '.join(n for n, _, _ in fresh)} (their {a.move} teacher answers, advantage {a.adv}, "
-          f"lr {a.lr}); read: the first {a.held} held-out generated tasks, {n_admit} of them admitting {a.move}",
+          f"lr {a.lr})" + (f"; pushed down at {a.negative_adv}: those answers after the plain prompts of "
+                            f"{', '.join(n for n, _, _ in lacking)}, which do not admit it" if lacking else "")
+          + f"; read: the first {a.held} held-out generated tasks, {n_admit} of them admitting {a.move}",
           "", "| step | trained answers' log-prob | their margin | held-out tasks admitting it: the move its "
           f"opening names, margin | open with {a.move} | other held-out tasks opening with it | their step-0 "
           "move's answer, log-prob |", "|---|---|---|---|---|---|---|", *table]

@@ -475,6 +475,31 @@ def test_move_dose_trains_the_move_and_reads_the_held_out_tasks(tmp_path):
     assert "trained: 1000001_" in out.read_text()  # the fresh tasks trained on are named
 
 
+def test_move_dose_pushes_the_move_down_where_it_does_not_hold(tmp_path):
+    # --negatives: the same answers after the plain prompts of fresh training tasks lacking the move, at a
+    # negative advantage; pushed down as hard as up, the trained answers gain less than pushed up alone
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import move_dose
+    lacking = move_dose.fresh_admitting("fuse_epilogue", 2, "cpu", admits=False)
+    assert len(lacking) == 2 and all("fuse_epilogue" not in meta["moves"] and not cudal1.held_out(meta)
+                                     for _, _, meta in lacking)
+    tok = cudal1.Tokenizer()
+    cfg = cudal1.Config(vocab_size=tok.vocab_size, block_size=16384, n_layer=1, n_head=2, n_kv_head=2, n_embd=32,
+                        n_hidden=64)
+    torch.manual_seed(0)
+    cudal1.save_checkpoint(str(tmp_path / "sft"), cudal1.Transformer(cfg), tok, {})
+    gain = {}
+    for n in (0, 2):
+        out = tmp_path / f"dose{n}.md"
+        assert move_dose.main(["--init", str(tmp_path / "sft"), "--move", "fuse_epilogue", "--tasks", "2", "--held", "1",
+                               "--steps", "2", "--lr", "1e-2", "--open", "120", "--size", "cpu", "--negatives", str(n),
+                               "--negative-adv", "-1.5", "--work", str(tmp_path / "work"), "--out", str(out)]) == 0
+        rows = [line.split(" | ") for line in out.read_text().splitlines() if line[:3] in ("| 0", "| 2")]
+        gain[n] = float(rows[1][1]) - float(rows[0][1])
+    assert gain[2] < gain[0], gain
+    assert f"pushed down at -1.5: those answers after the plain prompts of {lacking[0][0]}" in out.read_text()
+
+
 def test_move_dose_names_an_opening_by_its_teachers_first_line(tmp_path):
     # the teacher's answers to 12 held-out tasks open as their own move does on 400 training tasks (every
     # move's phrasings: "Fuse the 3 ops ...", "Leave out an op ...", "Fold `x * ...`" against "Fold `x + ...`")
