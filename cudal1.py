@@ -1547,23 +1547,18 @@ def group_advantages(rewards, group_size, clip=1.5, std_floor=0.1, known=None):
     return adv if known is None else adv.masked_fill(torch.as_tensor(known, dtype=torch.bool), 0.0)
 
 
-def gain_advantages(rewards, clip=1.5, known=None, fail=0.0):
+def gain_advantages(rewards, clip=1.5, known=None):
     """(N,) rewards -> (N,) advantages measured from eager speed, not from the group's mean: a correct
-    answer faster than the reference earns its log2 speedup (clipped to `clip`), a failure `fail`
-    (0 or below), a correct answer no faster than eager 0.
+    answer faster than the reference earns its log2 speedup (clipped to `clip`), everything else 0.
 
     Against the group baseline, a slow pass (0.9x) among failures earns a full positive advantage
     and a fast answer among faster ones a negative one: on the H100 at lr 1e-4 that moved the policy
     towards moves that pass at any speed and away from the fastest (results/learning-h100-lr1e-4.md).
-    Here only answers that beat eager are pushed up, by how much they beat it; it is advantage-weighted
-    imitation of the policy's own wins. With fail = 0 nothing is pushed down, and on the H100 the
-    constant output then spread onto tasks it does not hold for (results/learning-h100-gain.md); a CPU
-    probe kept it off them with a push down at -0.5 where it fails (results/move-dose-negatives-cpu.md).
-    `clip` caps the gain: at 1.5, a 13x answer is pushed as hard as a 2.83x one. known: as
-    group_advantages (known code earns nothing, failed or not).
+    Here only answers that beat eager are pushed up, by how much they beat it, and nothing is pushed
+    down; it is advantage-weighted imitation of the policy's own wins. `clip` caps the gain: at 1.5, a
+    13x answer is pushed as hard as a 2.83x one. known: as group_advantages.
     """
-    r = torch.as_tensor(rewards, dtype=torch.float32)
-    adv = torch.where(r <= REWARD_FAIL, torch.tensor(float(fail)), r.clamp(0.0, clip))
+    adv = torch.as_tensor(rewards, dtype=torch.float32).clamp(0.0, clip)
     return adv if known is None else adv.masked_fill(torch.as_tensor(known, dtype=torch.bool), 0.0)
 
 

@@ -89,11 +89,7 @@ parser.add_argument("--adv-clip", type=float, default=1.5, help="advantages clip
                     "under --advantage gain a cap on the log2 speedup: 1.5 is 2.83x")
 parser.add_argument("--advantage", choices=("group", "gain"), default="group", help="group: rewards minus "
                     "the task's group mean, over its std (cudal1.group_advantages); gain: a correct answer's log2 "
-                    "speedup where it beats eager, --fail-adv for a failure, 0 for a pass no faster than eager "
-                    "(cudal1.gain_advantages)")
-parser.add_argument("--fail-adv", type=float, default=0.0, help="--advantage gain: a failure's advantage (0 or "
-                    "below). 0 is the arm run on the H100 (results/learning-h100-gain.md); -0.5, the CPU probe's "
-                    "(results/move-dose-negatives-cpu.md), is not yet run in stage 3")
+                    "speedup where it beats eager, 0 for every other answer (cudal1.gain_advantages)")
 parser.add_argument("--std-floor", type=float, default=0.1, help="smallest group std of rewards divided by (log2 units)")
 parser.add_argument("--max-speedup", type=float, default=20.0, help="a speedup above this is judged again; 0: off")
 parser.add_argument("--update-tokens", type=int, default=-1, help="at most this many tokens (prompt + answer, "
@@ -724,7 +720,7 @@ while step < args.steps:
     known_code = {g["task"]: bank.sources(key[g["task"]]) for g in groups}  # the bank before this step
     known = [a["source"] is not None and cudal1.same_code(a["source"]) in known_code[a["task"]] for a in answers]
     adv = (cudal1.group_advantages(rewards, G, args.adv_clip, args.std_floor, known) if args.advantage == "group"
-           else cudal1.gain_advantages(rewards, args.adv_clip, known, args.fail_adv))  # known code earns none
+           else cudal1.gain_advantages(rewards, args.adv_clip, known))  # known code earns none
     loss = policy_step(groups, adv)
     t3 = time.time()
     for a, r, k, v in zip(answers, rewards, known, adv.tolist()):

@@ -118,8 +118,8 @@ runs = [load(p) for p in args.runs]
 # the flag (what it ran with then is not recorded). Where and how long a run ran are not variants. A run whose
 # settings lack a flag in UNRECORDED ran at that value: a removed flag's value from then on, an added flag's
 # behaviour before it existed
-UNRECORDED = dict(distill=0.0, distill_rows="best", ppo_epochs=1, clip_eps=0.0, kl_coef=0.0, advantage="group",
-                  fail_adv=0.0)
+UNRECORDED = dict(distill=0.0, distill_rows="best", ppo_epochs=1, clip_eps=0.0, kl_coef=0.0,
+                  advantage="group")
 RUNTIME = ("seed", "plain", "out", "device", "dtype", "judge_jobs", "save_every", "cuda_graphs", "steps", "time_limit",
            "held_out_every", "timeout")
 setting = lambda r, k: r["settings"].get(k, UNRECORDED.get(k, "?"))
@@ -294,7 +294,7 @@ if all(r["sampled"] for r in runs):
                "tasks: a push that teaches when to use a move raises the first, one that teaches the move alone both; "
                "mean reward; reward minus its group's mean (one task's answers at one step); and the advantage "
                "train_rl applied (--advantage group: that over the group's std; gain: the log2 speedup over eager of "
-               "a correct answer faster than it, --fail-adv for a failure, else 0; either clipped to adv clip, 0 for code the bank already held; "
+               "a correct answer faster than it, else 0; either clipped to adv clip, 0 for code the bank already held; "
                "'-' where the run did not record it). The update pushes a move's "
                "answers by the last; the reward says how good the move is. Moves with fewer than 5 answers in both "
                "halves are left out.", "",
