@@ -103,7 +103,7 @@ def main(argv=None):
         for src, where in answers[name]:
             pairs.append((task, src))
             who.append((name, "policy", where))
-    source = {where: src for name in names for src, where in answers[name]}
+    source = {(name, where): src for name in names for src, where in answers[name]}  # 'where' repeats across tasks
     records = evaluate.judge_many(pairs, device=device, prewarm=True, time_budget=a.time_budget)
     judged = {}  # (name, side) -> [(record, what)]
     for (name, side, what), r in zip(who, records):
@@ -117,7 +117,7 @@ def main(argv=None):
         mine, mine_what = fastest(judged[(name, "policy")])
         ratio, word = verdict(lib, mine)
         if word == "yes":
-            beaten.append((name, source[mine_what]))
+            beaten.append((name, source[(name, mine_what)]))
         rows.append(f"| {name} | {cell(lib, os.path.basename(lib_what))} | {cell(mine, mine_what)} | "
                     f"{'-' if ratio is None else f'{ratio:.2f}'} | {word} |")
     md = ["# Held-out level 2: the policy's best answers against the library's, judged in one run", "",

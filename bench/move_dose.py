@@ -6,7 +6,8 @@ The dose a policy-gradient signal needs before it reaches the held-out split, re
 Takes the teacher's answers of --move for the first --tasks fresh training-split tasks that admit it
 (seeds from cudal1.FRESH_SEED, which stage 1 never draws) and trains them after their plain prompts,
 as a stage-3 step would train a new best there: pg_loss at advantage --adv, AdamW at --lr, one update
-a step over all of them. The same answers every step, and nothing else in the update: an upper bound on
+a step over all of them (with --negatives, also the same answers after other tasks' prompts, pushed
+down). The same answers every step, and nothing else in the update: an upper bound on
 a new best trained once, one row among a step's answers (train_rl.py --distill did that, and moved no
 held-out answer's move in 2-minute runs: results/learning-h100-distill.md). Before the
 first step and after each listed one it reads the first --held held-out generated tasks
@@ -67,7 +68,8 @@ def fresh_admitting(move, n, size, admits=True):
         seed = meta["seed"] + 1
         if cudal1.held_out(meta):
             continue
-        if (move in meta["moves"] and move in dict(teacher.solutions(src, meta))) if admits else move not in meta["moves"]:
+        holds = move in meta["moves"] and move in dict(teacher.solutions(src, meta))
+        if holds if admits else move not in meta["moves"]:
             out.append((name, src, meta))
     return out
 
@@ -84,8 +86,8 @@ def main(argv=None):
                    "--move, each trained with a trained task's --move answer at advantage --negative-adv: the move "
                    "claimed where it fails, pushed down as train_rl's group baseline pushes a failing answer "
                    "(--advantage gain pushes nothing down)")
-    p.add_argument("--negative-adv", type=float, default=-0.5, help="their advantage: -0.5 is the group baseline's "
-                   "for each of four failures beside one pass (which gets +1.5)")
+    p.add_argument("--negative-adv", type=float, default=-0.5, help="their advantage: the group baseline gives each "
+                   "failure beside one pass -0.5 in a group of 5, -0.38 in stage 3's groups of 8")
     p.add_argument("--steps", default="1,3,6,10,15", help="read after these many updates")
     p.add_argument("--open", type=int, default=40, help="answer tokens that make an opening")
     p.add_argument("--size", default="gpu", choices=("gpu", "cpu"), help="the tasks' sizes (the prompts a run sees)")
@@ -93,6 +95,8 @@ def main(argv=None):
     p.add_argument("--work", default="build/move_dose", help="where the held-out tasks are written")
     p.add_argument("--out", default="", help="Markdown file to write; empty: print only")
     a = p.parse_args(argv)
+    if a.negatives and a.tasks < 1:
+        raise SystemExit("--negatives: the answers pushed down are those of --tasks, so --tasks must be 1 or more")
     torch.manual_seed(0)
     device, _ = cudal1.autodetect()
     model, tok, _ = cudal1.load_checkpoint(a.init, device)

@@ -299,7 +299,8 @@ if all(r["sampled"] for r in runs):
                "answers by the last; the reward says how good the move is. Moves with fewer than 5 answers in both "
                "halves are left out.", "",
                "| run | move | first half: answers (holds / elsewhere) | reward | minus group mean | applied "
-               "advantage | second half: answers (holds / elsewhere) | reward | minus group mean | applied advantage |", "|---|---|---|---|---|---|---|---|---|---|"]
+               "advantage | second half: answers (holds / elsewhere) | reward | minus group mean | applied advantage |",
+               "|---|---|---|---|---|---|---|---|---|---|"]
         md += [f"| {r['name']} | {m} | {cells} |" for r in runs
                for m, cells in by_move(r["sampled"], steps, known, r["admits"])] + [""]
 md += ["Constant outputs: parsed answers of the second half whose code writes its output with torch.full "

@@ -103,7 +103,8 @@ def test_gain_advantages_push_only_wins_over_eager():
     rewards = [1.0, 2.0, 2.0, 0.5]  # log2 speedups: 2x, 4x, 4x, 1.41x
     assert cudal1.group_advantages(rewards, 4)[3] < 0
     assert cudal1.gain_advantages(rewards, clip=1.5).tolist() == pytest.approx([1.0, 1.5, 1.5, 0.5])
-    assert cudal1.gain_advantages(rewards, known=[False, True, False, False]).tolist() == pytest.approx([1, 0, 1.5, 0.5])
+    known = [False, True, False, False]
+    assert cudal1.gain_advantages(rewards, known=known).tolist() == pytest.approx([1, 0, 1.5, 0.5])
 
 
 # ---- loss
@@ -491,12 +492,13 @@ def test_move_dose_pushes_the_move_down_where_it_does_not_hold(tmp_path):
     gain = {}
     for n in (0, 2):
         out = tmp_path / f"dose{n}.md"
-        assert move_dose.main(["--init", str(tmp_path / "sft"), "--move", "fuse_epilogue", "--tasks", "2", "--held", "1",
-                               "--steps", "2", "--lr", "1e-2", "--open", "120", "--size", "cpu", "--negatives", str(n),
+        assert move_dose.main(["--init", str(tmp_path / "sft"), "--move", "fuse_epilogue", "--tasks", "2",
+                               "--held", "1", "--steps", "2", "--lr", "1e-2", "--open", "120", "--size", "cpu",
+                               "--negatives", str(n),
                                "--negative-adv", "-1.5", "--work", str(tmp_path / "work"), "--out", str(out)]) == 0
         rows = [line.split(" | ") for line in out.read_text().splitlines() if line[:3] in ("| 0", "| 2")]
         gain[n] = float(rows[1][1]) - float(rows[0][1])
-    assert gain[2] < gain[0], gain
+    assert gain[2] < 0.8 * gain[0], gain  # pushed up instead, the two differ by ~0.02%
     assert f"pushed down at -1.5: those answers after the plain prompts of {lacking[0][0]}" in out.read_text()
 
 
@@ -725,5 +727,7 @@ def test_rl_report_by_move_gives_each_moves_reward_and_advantage(tmp_path):
     table = lines[start:lines.index("", start)]
     # brackets: of the answers to tasks the move holds for, the share opening with it / of those to the others
     # (the fresh task holds its own move, not constant_output; levelG/x.py's moves are unknown: in neither)
-    assert table == [f"| contrastive seed 1 | {move} | 5 (100% / -) | +0.50 | +0.00 | +0.25 | 5 (50% / -) | +1.00 | +1.50 | +1.50 |",
-                     "| contrastive seed 1 | constant_output | 0 | - | - | - | 5 (- / 50%) | -2.00 | -1.50 | -1.50 |"], table
+    assert table == [f"| contrastive seed 1 | {move} | 5 (100% / -) | +0.50 | +0.00 | +0.25 | 5 (50% / -) | +1.00 "
+                     "| +1.50 | +1.50 |",
+                     "| contrastive seed 1 | constant_output | 0 | - | - | - | 5 (- / 50%) | -2.00 | -1.50 "
+                     "| -1.50 |"], table

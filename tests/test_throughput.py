@@ -212,14 +212,15 @@ def test_level2_vs_library_judges_the_policy_beside_every_library_file(tmp_path)
     answers = level2_vs_library.policy_answers([str(tmp_path / "a"), str(tmp_path / "b")], per_task=3)
     assert list(answers) == ["59_Matmul_Swish_Scaling.py"] and len(answers["59_Matmul_Swish_Scaling.py"]) == 1
     assert answers["59_Matmul_Swish_Scaling.py"][0][1].endswith("a step 3 attempt 2")  # the faster reading names it
-    assert [os.path.basename(p) for p in level2_vs_library.library_files(str(tmp_path / "kernels"), "59_Matmul_Swish_Scaling.py")] \
-        == ["59_Matmul_Swish_Scaling.py", "59_Matmul_Swish_Scaling.v2.py"]
+    files = level2_vs_library.library_files(str(tmp_path / "kernels"), "59_Matmul_Swish_Scaling.py")
+    assert [os.path.basename(p) for p in files] == ["59_Matmul_Swish_Scaling.py", "59_Matmul_Swish_Scaling.v2.py"]
     out = tmp_path / "vs.md"
     assert level2_vs_library.main([str(tmp_path / "a"), str(tmp_path / "b"), "--kernels", str(tmp_path / "kernels"),
                                    "--device", "cpu", "--time-budget", "0.05", "--out", str(out)]) == 0
     row = next(line for line in out.read_text().splitlines() if line.startswith("| 59_"))
     lib, mine, ratio = row.split(" | ")[1:4]
-    assert lib.endswith("(59_Matmul_Swish_Scaling.v2.py)") and "a step 3 attempt 2" in mine  # NAME.py failed: not the best
+    assert lib.endswith("(59_Matmul_Swish_Scaling.v2.py)")  # NAME.py failed: not the best
+    assert "a step 3 attempt 2" in mine
     assert float(ratio) > 0 and " ms (" in lib and " ms (" in mine
 
 
@@ -235,4 +236,33 @@ def test_level2_vs_library_verdict():
     assert vs.verdict(ok(1.0), dict(correct=False, status="incorrect"))[0] is None
     # fastest: a failure first is passed over for any pass; with none passing, the first failure shows
     fail, slow, quick = (dict(correct=False, status="incorrect"), "f"), (ok(2.0), "s"), (ok(1.0), "q")
-    assert vs.fastest([fail, slow, quick])[1] == "q" and vs.fastest([fail])[1] == "f" and vs.fastest([]) == (None, "no file")
+    assert vs.fastest([fail, slow, quick])[1] == "q" and vs.fastest([fail])[1] == "f"
+    assert vs.fastest([]) == (None, "no file")
+
+
+def test_level2_vs_library_prints_each_beaten_tasks_own_answer(tmp_path, monkeypatch):
+    """Two tasks answered at the same run, step and attempt (their 'where' alike), both beaten by a faked
+    judge (the library 2 ms, the policy 1 ms): each task's section shows its own answer's code."""
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import json
+    import level2_vs_library
+    names = ("59_Matmul_Swish_Scaling.py", "66_Matmul_Dropout_Mean_Softmax.py")
+    (tmp_path / "kernels" / "level2").mkdir(parents=True)
+    for n in names:
+        (tmp_path / "kernels" / "level2" / n).write_text("# the library's\n")
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "held_out_answers.jsonl").write_text("".join(
+        json.dumps(dict(step=3, task=f"kernelbench/level2/{n}", attempt=1, status="ok", speedup=1.5,
+                        source=f"# the answer to {n}\n")) + "\n" for n in names))
+
+    def judge_many(pairs, **kw):
+        return [dict(correct=True, status="ok", sol_ms=2.0 if "library" in src else 1.0,
+                     speedup=1.0 if "library" in src else 2.0) for _, src in pairs]
+    monkeypatch.setattr(level2_vs_library.evaluate, "judge_many", judge_many)
+    out = tmp_path / "vs.md"
+    assert level2_vs_library.main([str(tmp_path / "run"), "--kernels", str(tmp_path / "kernels"), "--device", "cpu",
+                                   "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "the widest A/A reading): 2 of 2**" in text
+    for n in names:
+        assert f"## {n}: the policy's answer\n\n```python\n# the answer to {n}\n```" in text, text
