@@ -198,21 +198,22 @@ def by_move(sampled, steps, known, admits):
     for a in xs:
         group[(a["step"], a["task"])].append(a["reward"])
     mean = {g: statistics.mean(rs) for g, rs in group.items()}
+    opens = [named(a["text"], known) for a in xs]  # the move each answer opens with, named once
     halves = collections.defaultdict(lambda: ([], []))  # move -> (first half's answers, second half's)
-    for a in xs:
-        halves[named(a["text"], known)][a["step"] >= half].append(a)
+    for a, m in zip(xs, opens):
+        halves[m][a["step"] >= half].append(a)
 
     def shares(move, later):
         """'holds% / elsewhere%': of the half's answers to the tasks the move holds for, the share that opens
         with it, and the same of the answers to the other tasks; '-' for a side with no answers, and alone
         where no task's moves are known."""
-        every = [a for a in xs if (a["step"] >= half) == later and a["task"] in admits]
+        every = [(a, m) for a, m in zip(xs, opens) if (a["step"] >= half) == later and a["task"] in admits]
         if not every:
             return "-"
 
         def rate(holds):
-            side = [a for a in every if (move in admits[a["task"]]) == holds]
-            return f"{sum(named(a['text'], known) == move for a in side) / len(side):.0%}" if side else "-"
+            side = [m for a, m in every if (move in admits[a["task"]]) == holds]
+            return f"{side.count(move) / len(side):.0%}" if side else "-"
         return f"{rate(True)} / {rate(False)}"
 
     def cell(move, answers, later):
