@@ -7,7 +7,8 @@ Takes the teacher's answers of --move for the first --tasks fresh training-split
 (seeds from cudal1.FRESH_SEED, which stage 1 never draws) and trains them after their plain prompts,
 as a stage-3 step would train a new best there: pg_loss at advantage --adv, AdamW at --lr, one update
 a step over all of them (with --negatives, also the same answers after other tasks' prompts, pushed
-down). The same answers every step, and nothing else in the update: an upper bound on
+down; with --others, other tasks' own fast answers, pushed up). The same answers every step, and nothing
+else in the update: an upper bound on
 a new best trained once, one row among a step's answers (train_rl.py --distill did that, and moved no
 held-out answer's move in 2-minute runs: results/learning-h100-distill.md). Before the
 first step and after each listed one it reads the first --held held-out generated tasks
@@ -59,9 +60,9 @@ def named(answer, known):
     return best[1] if shared(best[0]) >= 2 else "other"
 
 
-def fresh_admitting(move, n, size, admits=True):
+def fresh_admitting(move, n, size, admits=True, solved=False):
     """(name, source, meta) of the first n fresh training-split tasks whose teacher writes `move` (admits=False:
-    whose meta does not name it)."""
+    whose meta does not name it; solved: and whose teacher writes some move)."""
     out, seed = [], cudal1.FRESH_SEED
     while len(out) < n:
         (name, src, meta), = gen.tasks(seed, 1, size, split="train")
@@ -69,7 +70,7 @@ def fresh_admitting(move, n, size, admits=True):
         if cudal1.held_out(meta):
             continue
         holds = move in meta["moves"] and move in dict(teacher.solutions(src, meta))
-        if holds if admits else move not in meta["moves"]:
+        if (holds if admits else move not in meta["moves"]) and (not solved or teacher.solutions(src, meta)):
             out.append((name, src, meta))
     return out
 
@@ -86,6 +87,10 @@ def main(argv=None):
                    "--move, each trained with a trained task's --move answer at advantage --negative-adv: the move "
                    "claimed where it fails, pushed down as train_rl's group baseline pushes a failing answer "
                    "(--advantage gain pushes nothing down)")
+    p.add_argument("--others", type=int, default=0, help="also this many fresh training tasks that do not admit "
+                   "--move, each trained with its own teacher answer (the fused epilogue where it holds, else its "
+                   "first) at --adv in the same update: every task's fast answer pushed up, as a stage-3 step over "
+                   "many tasks would push it; the table adds their mean log-prob")
     p.add_argument("--negative-adv", type=float, default=-0.5, help="their advantage: the group baseline gives each "
                    "failure beside one pass -0.5 in a group of 5, -0.38 in stage 3's groups of 8")
     p.add_argument("--steps", default="1,3,6,10,15", help="read after these many updates")
@@ -110,12 +115,19 @@ def main(argv=None):
     fresh = fresh_admitting(a.move, a.tasks, a.size)
     train = [task(src, meta) for _, src, meta in fresh]
     lacking = fresh_admitting(a.move, a.negatives, a.size, admits=False) if a.negatives else []
+    others = [t for t in fresh_admitting(a.move, a.negatives + a.others, a.size, admits=False, solved=True)
+              if t not in lacking][:a.others]
+    # (prompt, answer ids) of each: its own fast answer
+    fast = [(prompt, sols.get("fuse_epilogue", next(iter(sols.values()))))
+           for prompt, sols in (task(src, meta) for _, src, meta in others)]
     # (prompt, answer ids, advantage) of every update: the move where it holds pushed up, where it fails down
     rows = ([(prompt, sols[a.move], a.adv) for prompt, sols in train]
             + [(task(src, meta)[0], train[k % len(train)][1][a.move], a.negative_adv)
-               for k, (_, src, meta) in enumerate(lacking)])
+               for k, (_, src, meta) in enumerate(lacking)]
+            + [(prompt, ids, a.adv) for prompt, ids in fast])
     held = {}  # id -> task, the held-out split's first --held (checked to be none of the tasks trained on)
-    for t in cudal1.held_out_tasks(a.work, a.held, a.size, trained=[src for _, src, _ in fresh + lacking])["generated"]:
+    trained = [src for _, src, _ in fresh + lacking + others]
+    for t in cudal1.held_out_tasks(a.work, a.held, a.size, trained=trained)["generated"]:
         held[os.path.basename(t).split("_")[0]] = task(cudal1.read(t), gen.read_meta(t))
     known = openers(a.size)
 
@@ -141,11 +153,12 @@ def main(argv=None):
         tm = [x for x in (margin(*t) for t in train) if x == x]
         learnt = sum(logp(pr, sols[a.move]) for pr, sols in train) / len(train)
         cost = sum(logp(held[i][0], held[i][1][own[i]]) for i in rest) / max(1, len(rest))
+        pushed = f" {sum(logp(*f) for f in fast) / len(fast):.2f} |" if fast else ""
         print(f"step {step}: read in {time.time() - t0:.0f} s", flush=True)
         cells = "; ".join(f"{i} {move[i]} {margin(*held[i]):+.1f}" for i in admit)
         return (f"| {step} | {learnt:.2f} | {f'{sum(tm) / len(tm):+.1f}' if tm else '-'} | {cells} | "
                 f"{sum(move[i] == a.move for i in admit)} of {len(admit)} | {sum(move[i] == a.move for i in rest)} "
-                f"of {len(rest)} | {cost:.2f} |")
+                f"of {len(rest)} | {cost:.2f} |{pushed}")
 
     table = [read(0)]
     opt = cudal1.adamw(model, a.lr, 0.0, device)
@@ -169,10 +182,13 @@ def main(argv=None):
           f"- trained: {', '.join(n for n, _, _ in fresh)} (their {a.move} teacher answers, advantage {a.adv}, "
           f"lr {a.lr})" + (f"; pushed down at {a.negative_adv}: those answers after the plain prompts of "
                             f"{', '.join(n for n, _, _ in lacking)}, which do not admit it" if lacking else "")
+          + (f"; pushed up at {a.adv}: the own teacher answers (the fused epilogue where it holds) of "
+             f"{', '.join(n for n, _, _ in others)}, which do not admit it" if others else "")
           + f"; read: the first {a.held} held-out generated tasks, {n_admit} of them admitting {a.move}",
           "", "| step | trained answers' log-prob | their margin | held-out tasks admitting it: the move its "
           f"opening names, margin | open with {a.move} | other held-out tasks opening with it | their step-0 "
-          "move's answer, log-prob |", "|---|---|---|---|---|---|---|", *table]
+          "move's answer, log-prob |" + (" the others' pushed answers, log-prob |" if fast else ""),
+          "|---|---|---|---|---|---|---|" + ("---|" if fast else ""), *table]
     cudal1.write_markdown(md, a.out)
     return 0
 

@@ -15,6 +15,7 @@ reached, and the table says so.
 import argparse
 import collections
 import json
+import math
 import os
 import statistics
 import sys
@@ -359,8 +360,12 @@ if held:  # the split no training input touches, measured before the first updat
                "at the last measurement are new code (cudal1.same_code), how many of those pass, and how many beat "
                "or lose to the start's answer (its reading against theirs; a fail counts below any pass). Since "
                "train_rl keeps the start's reading for an unchanged answer measured on the same GPU, the held-out "
-               "line moves only with these; a start measured on another GPU is read against this one's.", "",
-               "| run | step | new code | of it correct | better than the start's | worse |", "|---|---|---|---|---|---|"]
+               "line moves only with these; a start measured on another GPU is read against this one's. Last, the "
+               "generated tasks' geomean with every task at the better of 1.00x and its answer: the held-out line "
+               "counts a failure 1.00x but a slower pass below it, so an answer that breaks a slow one raises that "
+               "line; here both fall back to the program they rewrite, as a user would.", "",
+               "| run | step | new code | of it correct | better than the start's | worse | generated geomean, slow "
+               "and failing at 1.00x: first -> last |", "|---|---|---|---|---|---|---|"]
         for r in moved:
             last, by = r["held"][-1]["step"], {}
             for a in r["answers"]:
@@ -370,8 +375,11 @@ if held:  # the split no training input touches, measured before the first updat
             code = lambda x: x["source"] and cudal1.same_code(x["source"])
             new = [(a, b) for a, b in pairs if b["source"] is not None and code(b) != code(a)]
             score = lambda x: x["speedup"] if x["status"] == "ok" and x["speedup"] else 0.0
+            made = [(a, b) for a, b in pairs if cudal1.held_key(a["task"]).startswith("levelG/")]
+            floor = lambda i: math.exp(sum(math.log(max(1.0, score(p[i]))) for p in made) / max(1, len(made)))
             md.append(f"| {r['name']} | {last} | {len(new)} of {len(pairs)} | {sum(b['status'] == 'ok' for _, b in new)} "
-                      f"| {sum(score(b) > score(a) for a, b in new)} | {sum(score(b) < score(a) for a, b in new)} |")
+                      f"| {sum(score(b) > score(a) for a, b in new)} | {sum(score(b) < score(a) for a, b in new)} "
+                      f"| {floor(0):.2f}x -> {floor(1):.2f}x ({floor(1) / floor(0) - 1:+.0%}) |")
     for arm in dict.fromkeys(r["arm"] for r in held):
         for g in [g for g in groups if g in (groups[0], f"{groups[0]} second try", f"{groups[0]} resampled")]:
             mine = [r["held"][-1]["stats"][g]["geomean"] for r in held if r["arm"] == arm]

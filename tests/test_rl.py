@@ -502,6 +502,28 @@ def test_move_dose_pushes_the_move_down_where_it_does_not_hold(tmp_path):
     assert f"pushed down at -1.5: those answers after the plain prompts of {lacking[0][0]}" in out.read_text()
 
 
+def test_move_dose_trains_other_tasks_fast_answers_beside_the_move(tmp_path):
+    # --others: fresh training tasks lacking the move, each with its own teacher answer pushed up at --adv in
+    # the same update; their answers grow likelier (the table's last column), and they are named
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import move_dose
+    tok = cudal1.Tokenizer()
+    cfg = cudal1.Config(vocab_size=tok.vocab_size, block_size=16384, n_layer=1, n_head=2, n_kv_head=2, n_embd=32,
+                        n_hidden=64)
+    torch.manual_seed(0)
+    cudal1.save_checkpoint(str(tmp_path / "sft"), cudal1.Transformer(cfg), tok, {})
+    out = tmp_path / "others.md"
+    assert move_dose.main(["--init", str(tmp_path / "sft"), "--move", "fuse_epilogue", "--tasks", "2", "--held", "1",
+                           "--steps", "2", "--lr", "1e-2", "--open", "120", "--size", "cpu", "--others", "2",
+                           "--work", str(tmp_path / "work"), "--out", str(out)]) == 0
+    rows = [line.split(" | ") for line in out.read_text().splitlines() if line[:3] in ("| 0", "| 2")]
+    assert len(rows) == 2 and all(len(r) == 8 for r in rows), rows
+    assert float(rows[1][7].rstrip(" |")) > float(rows[0][7].rstrip(" |")) + 100, rows
+    others = move_dose.fresh_admitting("fuse_epilogue", 2, "cpu", admits=False, solved=True)
+    assert all("fuse_epilogue" not in meta["moves"] and not cudal1.held_out(meta) for _, _, meta in others)
+    assert f"holds) of {others[0][0]}, {others[1][0]}, which do not admit it" in out.read_text()
+
+
 def test_move_dose_names_an_opening_by_its_teachers_first_line(tmp_path):
     # the teacher's answers to 12 held-out tasks open as their own move does on 400 training tasks (every
     # move's phrasings: "Fuse the 3 ops ...", "Leave out an op ...", "Fold `x * ...`" against "Fold `x + ...`")
@@ -599,13 +621,15 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
         stats = {g: dict(tasks=2, answers=2, correct=0.5, solved=1, geomean=1.1) for g in ("generated", "generated second try")}
         (d / "held_out.jsonl").write_text("".join(json.dumps(dict(step=s, stats=stats)) + "\n" for s in (0, 3)))
         if not plain:  # step 0: task A's second answer new code, faster; B's the first again. Step 3: A's second
-            # try new, failing; the first answers: A's the start's code with a blank line more (not new), B's new, passing
+            # try new, failing; the first answers: A's the start's code with a blank line more (not new), B's new,
+            # passing but slower than eager. Two held-out generated tasks, as a run writes them under its --out
+            A, B = (str(d / "held_out" / "levelG" / f"{t}.py") for t in "AB")
             (d / "held_out_answers.jsonl").write_text("".join(json.dumps(dict(
                 step=s, task=t, attempt=n, source=src, status=st, speedup=sp)) + "\n" for s, t, n, src, st, sp in (
-                (0, "A", 1, fused, "ok", 1.2), (0, "A", 2, const, "ok", 1.5), (0, "B", 1, None, "parse_error", None),
-                (0, "B", 2, None, "parse_error", None), (0, "A", 3, fused, "ok", 1.2), (0, "B", 3, const, "ok", 1.1),
-                (3, "A", 1, fused + "\n", "ok", 1.2), (3, "A", 2, const, "incorrect", None),
-                (3, "B", 1, const, "ok", 1.3))))
+                (0, A, 1, fused, "ok", 1.2), (0, A, 2, const, "ok", 1.5), (0, B, 1, None, "parse_error", None),
+                (0, B, 2, None, "parse_error", None), (0, A, 3, fused, "ok", 1.2), (0, B, 3, const, "ok", 1.1),
+                (3, A, 1, fused + "\n", "ok", 1.2), (3, A, 2, const, "incorrect", None),
+                (3, B, 1, const, "ok", 0.8))))
         runs.append(str(d))
     p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "rl_report.py"), *runs], cwd=ROOT,
                        capture_output=True, text=True, timeout=60)
@@ -635,8 +659,9 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
               and line.split(" | ")[2] in ("second try", "resampled")]
     assert second == ["| contrastive seed 1 | 0 | second try | 1 of 2 | 1 | 1 |", "| contrastive seed 1 | 0 | resampled | 1 of 2 | 1 | 1 |",
                       "| contrastive seed 1 | 3 | second try | 1 of 1 | 0 | 0 |"], p.stdout
-    # first answers against the start's: at step 3 one of two is new code (B's), it passes and beats a failed start
-    assert "| contrastive seed 1 | 3 | 1 of 2 | 1 | 1 | 0 |" in p.stdout, p.stdout
+    # first answers against the start's: at step 3 one of two is new code (B's), it passes and beats a failed start;
+    # at 0.8x it counts 1.00x in the last column, as B's failed start did: sqrt(1.2 x 1.0) both times
+    assert "| contrastive seed 1 | 3 | 1 of 2 | 1 | 1 | 0 | 1.10x -> 1.10x (+0%) |" in p.stdout, p.stdout
 
 
 def test_rl_report_names_runs_by_the_setting_they_differ_in(tmp_path):
