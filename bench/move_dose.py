@@ -7,10 +7,10 @@ Takes the teacher's answers of --move for the first --tasks fresh training-split
 (seeds from cudal1.FRESH_SEED, which stage 1 never draws) and trains them after their plain prompts,
 as a stage-3 step would train a new best there: pg_loss at advantage --adv, AdamW at --lr, one update
 a step over all of them (with --negatives, also the same answers after other tasks' prompts, pushed
-down; with --others, other tasks' own fast answers, pushed up). The same answers every step, and nothing
-else in the update: an upper bound on
-a new best trained once, one row among a step's answers (train_rl.py --distill did that, and moved no
-held-out answer's move in 2-minute runs: results/learning-h100-distill.md). Before the
+down; with --others, other tasks' own first teacher answers, pushed up). The same answers every step,
+and nothing else: an upper bound on a new best trained once, one row among a step's answers
+(train_rl.py --distill did that, and moved no held-out answer's move in 2-minute runs:
+results/learning-h100-distill.md). Before the
 first step and after each listed one it reads the first --held held-out generated tasks
 (cudal1.held_out_tasks, the ones train_rl measures):
   learnt   mean log-prob of the trained answers, whole.
@@ -21,8 +21,9 @@ first step and after each listed one it reads the first --held held-out generate
            first sentences over 400 fresh training tasks, the move of the one sharing the most leading
            words ("Fuse the 3 ops", "Leave out an op", "Everything up to `...`"); for the other
            held-out tasks, how many open with the move.
-  others   mean log-prob of the other held-out tasks' whole teacher answers, each of the move its
+  cost     mean log-prob of the other held-out tasks' whole teacher answers, each of the move its
            step-0 opening names: what the dose costs where the move does not apply.
+  pushed   with --others: mean log-prob of the answers pushed up after those tasks' prompts.
 Nothing is saved. The 27.8M policy on a 2-core CPU: ~5 s a step, ~40 s a reading (the first ~5 min).
 """
 import argparse
@@ -88,9 +89,9 @@ def main(argv=None):
                    "claimed where it fails, pushed down as train_rl's group baseline pushes a failing answer "
                    "(--advantage gain pushes nothing down)")
     p.add_argument("--others", type=int, default=0, help="also this many fresh training tasks that do not admit "
-                   "--move, each trained with its own teacher answer (the fused epilogue where it holds, else its "
-                   "first) at --adv in the same update: every task's fast answer pushed up, as a stage-3 step over "
-                   "many tasks would push it; the table adds their mean log-prob")
+                   "--move, each trained with its own first teacher answer (teacher.solutions' order: the fused "
+                   "epilogue where it holds) at --adv in the same update: every task's answer pushed up, as a "
+                   "stage-3 step over many tasks pushes its new bests; the table adds their mean log-prob")
     p.add_argument("--negative-adv", type=float, default=-0.5, help="their advantage: the group baseline gives each "
                    "failure beside one pass -0.5 in a group of 5, -0.38 in stage 3's groups of 8")
     p.add_argument("--steps", default="1,3,6,10,15", help="read after these many updates")
@@ -117,14 +118,13 @@ def main(argv=None):
     lacking = fresh_admitting(a.move, a.negatives, a.size, admits=False) if a.negatives else []
     others = [t for t in fresh_admitting(a.move, a.negatives + a.others, a.size, admits=False, solved=True)
               if t not in lacking][:a.others]
-    # (prompt, answer ids) of each: its own fast answer
-    fast = [(prompt, sols.get("fuse_epilogue", next(iter(sols.values()))))
-           for prompt, sols in (task(src, meta) for _, src, meta in others)]
+    # (prompt, answer ids) of each: its own first teacher answer
+    pushed = [(prompt, next(iter(sols.values()))) for prompt, sols in (task(src, meta) for _, src, meta in others)]
     # (prompt, answer ids, advantage) of every update: the move where it holds pushed up, where it fails down
     rows = ([(prompt, sols[a.move], a.adv) for prompt, sols in train]
             + [(task(src, meta)[0], train[k % len(train)][1][a.move], a.negative_adv)
                for k, (_, src, meta) in enumerate(lacking)]
-            + [(prompt, ids, a.adv) for prompt, ids in fast])
+            + [(prompt, ids, a.adv) for prompt, ids in pushed])
     held = {}  # id -> task, the held-out split's first --held (checked to be none of the tasks trained on)
     trained = [src for _, src, _ in fresh + lacking + others]
     for t in cudal1.held_out_tasks(a.work, a.held, a.size, trained=trained)["generated"]:
@@ -153,12 +153,12 @@ def main(argv=None):
         tm = [x for x in (margin(*t) for t in train) if x == x]
         learnt = sum(logp(pr, sols[a.move]) for pr, sols in train) / len(train)
         cost = sum(logp(held[i][0], held[i][1][own[i]]) for i in rest) / max(1, len(rest))
-        pushed = f" {sum(logp(*f) for f in fast) / len(fast):.2f} |" if fast else ""
+        more = f" {sum(logp(*p) for p in pushed) / len(pushed):.2f} |" if pushed else ""
         print(f"step {step}: read in {time.time() - t0:.0f} s", flush=True)
         cells = "; ".join(f"{i} {move[i]} {margin(*held[i]):+.1f}" for i in admit)
         return (f"| {step} | {learnt:.2f} | {f'{sum(tm) / len(tm):+.1f}' if tm else '-'} | {cells} | "
                 f"{sum(move[i] == a.move for i in admit)} of {len(admit)} | {sum(move[i] == a.move for i in rest)} "
-                f"of {len(rest)} | {cost:.2f} |{pushed}")
+                f"of {len(rest)} | {cost:.2f} |{more}")
 
     table = [read(0)]
     opt = cudal1.adamw(model, a.lr, 0.0, device)
@@ -182,13 +182,13 @@ def main(argv=None):
           f"- trained: {', '.join(n for n, _, _ in fresh)} (their {a.move} teacher answers, advantage {a.adv}, "
           f"lr {a.lr})" + (f"; pushed down at {a.negative_adv}: those answers after the plain prompts of "
                             f"{', '.join(n for n, _, _ in lacking)}, which do not admit it" if lacking else "")
-          + (f"; pushed up at {a.adv}: the own teacher answers (the fused epilogue where it holds) of "
+          + (f"; pushed up at {a.adv}: the first teacher answers (the fused epilogue where it holds) of "
              f"{', '.join(n for n, _, _ in others)}, which do not admit it" if others else "")
           + f"; read: the first {a.held} held-out generated tasks, {n_admit} of them admitting {a.move}",
           "", "| step | trained answers' log-prob | their margin | held-out tasks admitting it: the move its "
           f"opening names, margin | open with {a.move} | other held-out tasks opening with it | their step-0 "
-          "move's answer, log-prob |" + (" the others' pushed answers, log-prob |" if fast else ""),
-          "|---|---|---|---|---|---|---|" + ("---|" if fast else ""), *table]
+          "move's answer, log-prob |" + (" the answers pushed up after other tasks, log-prob |" if pushed else ""),
+          "|---|---|---|---|---|---|---|" + ("---|" if pushed else ""), *table]
     cudal1.write_markdown(md, a.out)
     return 0
 

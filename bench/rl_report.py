@@ -376,10 +376,10 @@ if held:  # the split no training input touches, measured before the first updat
             new = [(a, b) for a, b in pairs if b["source"] is not None and code(b) != code(a)]
             score = lambda x: x["speedup"] if x["status"] == "ok" and x["speedup"] else 0.0
             made = [(a, b) for a, b in pairs if cudal1.held_key(a["task"]).startswith("levelG/")]
-            floor = lambda i: math.exp(sum(math.log(max(1.0, score(p[i]))) for p in made) / max(1, len(made)))
+            floor = lambda i: math.exp(sum(math.log(max(1.0, score(p[i]))) for p in made) / len(made))
             md.append(f"| {r['name']} | {last} | {len(new)} of {len(pairs)} | {sum(b['status'] == 'ok' for _, b in new)} "
-                      f"| {sum(score(b) > score(a) for a, b in new)} | {sum(score(b) < score(a) for a, b in new)} "
-                      f"| {floor(0):.2f}x -> {floor(1):.2f}x ({floor(1) / floor(0) - 1:+.0%}) |")
+                      f"| {sum(score(b) > score(a) for a, b in new)} | {sum(score(b) < score(a) for a, b in new)} | "
+                      + (f"{floor(0):.2f}x -> {floor(1):.2f}x ({floor(1) / floor(0) - 1:+.0%}) |" if made else "- |"))
     for arm in dict.fromkeys(r["arm"] for r in held):
         for g in [g for g in groups if g in (groups[0], f"{groups[0]} second try", f"{groups[0]} resampled")]:
             mine = [r["held"][-1]["stats"][g]["geomean"] for r in held if r["arm"] == arm]

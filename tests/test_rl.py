@@ -502,9 +502,10 @@ def test_move_dose_pushes_the_move_down_where_it_does_not_hold(tmp_path):
     assert f"pushed down at -1.5: those answers after the plain prompts of {lacking[0][0]}" in out.read_text()
 
 
-def test_move_dose_trains_other_tasks_fast_answers_beside_the_move(tmp_path):
-    # --others: fresh training tasks lacking the move, each with its own teacher answer pushed up at --adv in
-    # the same update; their answers grow likelier (the table's last column), and they are named
+def test_move_dose_trains_other_tasks_answers_beside_the_move(tmp_path, monkeypatch):
+    # --others: fresh training tasks lacking the move, each with its own first teacher answer pushed up at --adv in
+    # the same update: every update holds the 2 trained rows and the 2 others' (pg_loss sees each row once), their
+    # answers grow likelier (the table's last column), and the others are named
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     import move_dose
     tok = cudal1.Tokenizer()
@@ -512,15 +513,22 @@ def test_move_dose_trains_other_tasks_fast_answers_beside_the_move(tmp_path):
                         n_hidden=64)
     torch.manual_seed(0)
     cudal1.save_checkpoint(str(tmp_path / "sft"), cudal1.Transformer(cfg), tok, {})
+    rows, pg_loss = [], cudal1.pg_loss
+    monkeypatch.setattr(cudal1, "pg_loss", lambda lp, mask, adv: rows.append((int(mask.sum()), adv.item()))
+                        or pg_loss(lp, mask, adv))
     out = tmp_path / "others.md"
     assert move_dose.main(["--init", str(tmp_path / "sft"), "--move", "fuse_epilogue", "--tasks", "2", "--held", "1",
                            "--steps", "2", "--lr", "1e-2", "--open", "120", "--size", "cpu", "--others", "2",
                            "--work", str(tmp_path / "work"), "--out", str(out)]) == 0
-    rows = [line.split(" | ") for line in out.read_text().splitlines() if line[:3] in ("| 0", "| 2")]
-    assert len(rows) == 2 and all(len(r) == 8 for r in rows), rows
-    assert float(rows[1][7].rstrip(" |")) > float(rows[0][7].rstrip(" |")) + 100, rows
     others = move_dose.fresh_admitting("fuse_epilogue", 2, "cpu", admits=False, solved=True)
     assert all("fuse_epilogue" not in meta["moves"] and not cudal1.held_out(meta) for _, _, meta in others)
+    lengths = [len(tok.encode_answer(cudal1.format_answer(cudal1.inherit_constructor(move_dose.teacher.solutions(src, meta)[0][1],
+                                                                                      src)))) for _, src, meta in others]
+    assert len(rows) == 8 and [r[1] for r in rows] == [1.5] * 8, rows  # 2 updates of 4 rows
+    assert [n for n, _ in rows[2:4]] == lengths and rows[:4] == rows[4:], (rows, lengths)
+    table = [line.split(" | ") for line in out.read_text().splitlines() if line[:3] in ("| 0", "| 2")]
+    assert len(table) == 2 and all(len(r) == 8 for r in table), table
+    assert float(table[1][7].rstrip(" |")) > float(table[0][7].rstrip(" |")) + 100, table
     assert f"holds) of {others[0][0]}, {others[1][0]}, which do not admit it" in out.read_text()
 
 
@@ -622,14 +630,17 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
         (d / "held_out.jsonl").write_text("".join(json.dumps(dict(step=s, stats=stats)) + "\n" for s in (0, 3)))
         if not plain:  # step 0: task A's second answer new code, faster; B's the first again. Step 3: A's second
             # try new, failing; the first answers: A's the start's code with a blank line more (not new), B's new,
-            # passing but slower than eager. Two held-out generated tasks, as a run writes them under its --out
-            A, B = (str(d / "held_out" / "levelG" / f"{t}.py") for t in "AB")
+            # passing but slower than eager; C's new, passing where it failed; level 2's L new and faster, which the
+            # generated tasks' column must not count. Held-out tasks where a run writes them under its --out
+            A, B, C = (str(d / "held_out" / "levelG" / f"{t}.py") for t in "ABC")
+            L = str(d / "held_out" / "level2" / "L.py")
             (d / "held_out_answers.jsonl").write_text("".join(json.dumps(dict(
                 step=s, task=t, attempt=n, source=src, status=st, speedup=sp)) + "\n" for s, t, n, src, st, sp in (
                 (0, A, 1, fused, "ok", 1.2), (0, A, 2, const, "ok", 1.5), (0, B, 1, None, "parse_error", None),
                 (0, B, 2, None, "parse_error", None), (0, A, 3, fused, "ok", 1.2), (0, B, 3, const, "ok", 1.1),
                 (3, A, 1, fused + "\n", "ok", 1.2), (3, A, 2, const, "incorrect", None),
-                (3, B, 1, const, "ok", 0.8))))
+                (3, B, 1, const, "ok", 0.8), (0, C, 1, fused, "incorrect", None), (3, C, 1, const, "ok", 1.44),
+                (0, L, 1, fused, "ok", 1.0), (3, L, 1, const, "ok", 3.0))))
         runs.append(str(d))
     p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "rl_report.py"), *runs], cwd=ROOT,
                        capture_output=True, text=True, timeout=60)
@@ -659,9 +670,10 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
               and line.split(" | ")[2] in ("second try", "resampled")]
     assert second == ["| contrastive seed 1 | 0 | second try | 1 of 2 | 1 | 1 |", "| contrastive seed 1 | 0 | resampled | 1 of 2 | 1 | 1 |",
                       "| contrastive seed 1 | 3 | second try | 1 of 1 | 0 | 0 |"], p.stdout
-    # first answers against the start's: at step 3 one of two is new code (B's), it passes and beats a failed start;
-    # at 0.8x it counts 1.00x in the last column, as B's failed start did: sqrt(1.2 x 1.0) both times
-    assert "| contrastive seed 1 | 3 | 1 of 2 | 1 | 1 | 0 | 1.10x -> 1.10x (+0%) |" in p.stdout, p.stdout
+    # first answers against the start's: at step 3 three of four are new code (B's, C's, L's), passing, each beating
+    # the start's; in the last column B's 0.8x counts 1.00x as its failed start did: the cube root of 1.2 x 1.0 x 1.0,
+    # then of 1.2 x 1.0 x 1.44 (L, level 2, not counted)
+    assert "| contrastive seed 1 | 3 | 3 of 4 | 3 | 3 | 0 | 1.06x -> 1.20x (+13%) |" in p.stdout, p.stdout
 
 
 def test_rl_report_names_runs_by_the_setting_they_differ_in(tmp_path):
