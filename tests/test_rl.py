@@ -674,6 +674,10 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
     # the start's; in the last column B's 0.8x counts 1.00x as its failed start did: the cube root of 1.2 x 1.0 x 1.0,
     # then of 1.2 x 1.0 x 1.44 (L, level 2, not counted)
     assert "| contrastive seed 1 | 3 | 3 of 4 | 3 | 3 | 0 | 1.06x -> 1.20x (+13%) |" in p.stdout, p.stdout
+    # and beside the arm's mean of the held-out line (the synthetic stats' 1.1), that reading; plain has no answers
+    assert "contrastive: mean over 1 seed(s) of the last generated geomean 1.10x (slow and failing answers both at " \
+           "1.00x: 1.20x)" in p.stdout, p.stdout
+    assert "plain: mean over 1 seed(s) of the last generated geomean 1.10x\n" in p.stdout, p.stdout
 
 
 def test_rl_report_names_runs_by_the_setting_they_differ_in(tmp_path):
