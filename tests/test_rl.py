@@ -454,10 +454,8 @@ def test_two_gloo_ranks_gather_every_answer_and_keep_one_bank(tmp_path):
     assert [line["step"] for line in log] == [0, 1]  # one line per step, from rank 0 alone
 
 
-def test_move_dose_trains_the_move_and_reads_the_held_out_tasks(tmp_path):
-    # bench/move_dose.py on a tiny policy: the fused epilogue's teacher answers of two fresh training tasks,
-    # trained after their plain prompts, grow likelier; each reading is a row, with the margin of the one
-    # training task that admits another move; every held-out task admits the fused epilogue
+def dose_probe(tmp_path):
+    """bench/move_dose.py imported, and a tiny untrained policy saved at tmp_path/sft for it to train."""
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     import move_dose
     tok = cudal1.Tokenizer()
@@ -465,6 +463,14 @@ def test_move_dose_trains_the_move_and_reads_the_held_out_tasks(tmp_path):
                         n_hidden=64)
     torch.manual_seed(0)
     cudal1.save_checkpoint(str(tmp_path / "sft"), cudal1.Transformer(cfg), tok, {})
+    return move_dose, tok
+
+
+def test_move_dose_trains_the_move_and_reads_the_held_out_tasks(tmp_path):
+    # bench/move_dose.py on a tiny policy: the fused epilogue's teacher answers of two fresh training tasks,
+    # trained after their plain prompts, grow likelier; each reading is a row, with the margin of the one
+    # training task that admits another move; every held-out task admits the fused epilogue
+    move_dose, _ = dose_probe(tmp_path)
     out = tmp_path / "dose.md"
     assert move_dose.main(["--init", str(tmp_path / "sft"), "--move", "fuse_epilogue", "--tasks", "2", "--held", "1",
                            "--steps", "2", "--lr", "1e-2", "--open", "120", "--size", "cpu", "--work",
@@ -479,16 +485,10 @@ def test_move_dose_trains_the_move_and_reads_the_held_out_tasks(tmp_path):
 def test_move_dose_pushes_the_move_down_where_it_does_not_hold(tmp_path):
     # --negatives: the same answers after the plain prompts of fresh training tasks lacking the move, at a
     # negative advantage; pushed down as hard as up, the trained answers gain less than pushed up alone
-    sys.path.insert(0, os.path.join(ROOT, "bench"))
-    import move_dose
+    move_dose, _ = dose_probe(tmp_path)
     lacking = move_dose.fresh_admitting("fuse_epilogue", 2, "cpu", admits=False)
     assert len(lacking) == 2 and all("fuse_epilogue" not in meta["moves"] and not cudal1.held_out(meta)
                                      for _, _, meta in lacking)
-    tok = cudal1.Tokenizer()
-    cfg = cudal1.Config(vocab_size=tok.vocab_size, block_size=16384, n_layer=1, n_head=2, n_kv_head=2, n_embd=32,
-                        n_hidden=64)
-    torch.manual_seed(0)
-    cudal1.save_checkpoint(str(tmp_path / "sft"), cudal1.Transformer(cfg), tok, {})
     gain = {}
     for n in (0, 2):
         out = tmp_path / f"dose{n}.md"
@@ -506,13 +506,7 @@ def test_move_dose_trains_other_tasks_answers_beside_the_move(tmp_path, monkeypa
     # --others: fresh training tasks lacking the move, each with its own first teacher answer pushed up at --adv in
     # the same update: every update holds the 2 trained rows and the 2 others' (pg_loss sees each row once), their
     # answers grow likelier (the table's last column), and the others are named
-    sys.path.insert(0, os.path.join(ROOT, "bench"))
-    import move_dose
-    tok = cudal1.Tokenizer()
-    cfg = cudal1.Config(vocab_size=tok.vocab_size, block_size=16384, n_layer=1, n_head=2, n_kv_head=2, n_embd=32,
-                        n_hidden=64)
-    torch.manual_seed(0)
-    cudal1.save_checkpoint(str(tmp_path / "sft"), cudal1.Transformer(cfg), tok, {})
+    move_dose, tok = dose_probe(tmp_path)
     rows, pg_loss = [], cudal1.pg_loss
     monkeypatch.setattr(cudal1, "pg_loss", lambda lp, mask, adv: rows.append((int(mask.sum()), adv.item()))
                         or pg_loss(lp, mask, adv))
