@@ -229,13 +229,15 @@ def by_move(sampled, steps, known, admits):
             if max(len(first), len(second)) >= 5]
 
 
-def kept_geomean(answers, step):
-    """The held-out generated tasks' geomean at `step` from their greedy answers (held_out_answers.jsonl,
-    attempt 1), each task at the better of 1.00x and its answer: a slow pass falls back to the program it
-    rewrites, as a failure does (the held-out line counts a failure 1.00x and a slow pass below it, so an
-    answer that breaks a slow one raises it). None where the step has no generated answers."""
-    xs = [a["speedup"] if a["status"] == "ok" and a["speedup"] else 1.0 for a in answers
-          if a["step"] == step and a["attempt"] == 1 and cudal1.held_key(a["task"]).startswith("levelG/")]
+def kept_geomean(answers, step, tasks=None):
+    """The geomean at `step` of the held-out generated tasks answered then (or of `tasks`, held_key names, of
+    those), from their greedy answers (held_out_answers.jsonl, attempt 1), each task at the better of 1.00x
+    and its answer: a slow pass falls back to the program it rewrites, as a failure does (the held-out line
+    counts a failure 1.00x and a slow pass below it, so an answer that breaks a slow one raises that line).
+    None where there is no such answer."""
+    first = {cudal1.held_key(a["task"]): a for a in answers if a["step"] == step and a["attempt"] == 1}
+    xs = [a["speedup"] if a["status"] == "ok" and a["speedup"] else 1.0 for k, a in first.items()
+          if k.startswith("levelG/") and (tasks is None or k in tasks)]
     return math.exp(sum(math.log(max(1.0, x)) for x in xs) / len(xs)) if xs else None
 
 
@@ -381,18 +383,19 @@ if held:  # the split no training input touches, measured before the first updat
             for a in r["answers"]:
                 if a["attempt"] == 1 and a["step"] in (0, last):
                     by.setdefault(cudal1.held_key(a["task"]), {})[a["step"]] = a
-            pairs = [(t[0], t[last]) for t in by.values() if 0 in t and last in t]
+            paired = {k for k, t in by.items() if 0 in t and last in t}
+            pairs = [(by[k][0], by[k][last]) for k in paired]
             code = lambda x: x["source"] and cudal1.same_code(x["source"])
             new = [(a, b) for a, b in pairs if b["source"] is not None and code(b) != code(a)]
             score = lambda x: x["speedup"] if x["status"] == "ok" and x["speedup"] else 0.0
-            k0, k1 = kept_geomean(r["answers"], 0), kept_geomean(r["answers"], last)
+            k0, k1 = (kept_geomean(r["answers"], step, paired) for step in (0, last))
             md.append(f"| {r['name']} | {last} | {len(new)} of {len(pairs)} | {sum(b['status'] == 'ok' for _, b in new)} "
                       f"| {sum(score(b) > score(a) for a, b in new)} | {sum(score(b) < score(a) for a, b in new)} | "
                       + (f"{k0:.2f}x -> {k1:.2f}x ({k1 / k0 - 1:+.0%}) |" if k0 and k1 else "- |"))
     for arm in dict.fromkeys(r["arm"] for r in held):
+        kept = [kept_geomean(r["answers"], r["held"][-1]["step"]) for r in held if r["arm"] == arm]
         for g in [g for g in groups if g in (groups[0], f"{groups[0]} second try", f"{groups[0]} resampled")]:
             mine = [r["held"][-1]["stats"][g]["geomean"] for r in held if r["arm"] == arm]
-            kept = [kept_geomean(r["answers"], r["held"][-1]["step"]) for r in held if r["arm"] == arm]
             md.append(f"\n{arm}: mean over {len(mine)} seed(s) of the last {g} geomean {statistics.mean(mine):.2f}x"
                       + (f" (slow and failing answers both at 1.00x: {statistics.mean(kept):.2f}x)"
                          if g == groups[0] and None not in kept else ""))

@@ -516,13 +516,18 @@ def test_move_dose_trains_other_tasks_answers_beside_the_move(tmp_path, monkeypa
                            "--work", str(tmp_path / "work"), "--out", str(out)]) == 0
     others = move_dose.fresh_admitting("fuse_epilogue", 2, "cpu", admits=False, solved=True)
     assert all("fuse_epilogue" not in meta["moves"] and not cudal1.held_out(meta) for _, _, meta in others)
-    lengths = [len(tok.encode_answer(cudal1.format_answer(cudal1.inherit_constructor(move_dose.teacher.solutions(src, meta)[0][1],
-                                                                                      src)))) for _, src, meta in others]
+    pushed = [(tok.encode_prompt(cudal1.plain_prompt(src, "NVIDIA H100 80GB HBM3")),  # move_dose's --target
+               tok.encode_answer(cudal1.format_answer(cudal1.inherit_constructor(
+                   move_dose.teacher.solutions(src, meta)[0][1], src)))) for _, src, meta in others]
     assert len(rows) == 8 and [r[1] for r in rows] == [1.5] * 8, rows  # 2 updates of 4 rows
-    assert [n for n, _ in rows[2:4]] == lengths and rows[:4] == rows[4:], (rows, lengths)
+    assert [n for n, _ in rows[2:4]] == [len(ids) for _, ids in pushed] and rows[:4] == rows[4:], rows
     table = [line.split(" | ") for line in out.read_text().splitlines() if line[:3] in ("| 0", "| 2")]
     assert len(table) == 2 and all(len(r) == 8 for r in table), table
-    assert float(table[1][7].rstrip(" |")) > float(table[0][7].rstrip(" |")) + 100, table
+    model, _, _ = cudal1.load_checkpoint(str(tmp_path / "sft"), torch.device("cpu"))
+    with torch.no_grad():  # the last column at step 0: those answers' mean log-prob under the untrained policy
+        start = sum(cudal1.answer_logprobs(model.eval(), p, [ids])[0].sum().item() for p, ids in pushed) / 2
+    assert float(table[0][7].rstrip(" |")) == pytest.approx(start, abs=0.01), (table, start)
+    assert float(table[1][7].rstrip(" |")) > start + 100, table
     assert f"holds) of {others[0][0]}, {others[1][0]}, which do not admit it" in out.read_text()
 
 
@@ -624,7 +629,8 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
         (d / "held_out.jsonl").write_text("".join(json.dumps(dict(step=s, stats=stats)) + "\n" for s in (0, 3)))
         if not plain:  # step 0: task A's second answer new code, faster; B's the first again. Step 3: A's second
             # try new, failing; the first answers: A's the start's code with a blank line more (not new), B's new,
-            # passing but slower than eager; C's new, passing where it failed; level 2's L new and faster, which the
+            # passing but slower than eager; C's new, passing where it failed (a failure's speedup, which no reading
+            # may count); level 2's L new and faster, which the
             # generated tasks' column must not count. Held-out tasks where a run writes them under its --out
             A, B, C = (str(d / "held_out" / "levelG" / f"{t}.py") for t in "ABC")
             L = str(d / "held_out" / "level2" / "L.py")
@@ -633,7 +639,7 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
                 (0, A, 1, fused, "ok", 1.2), (0, A, 2, const, "ok", 1.5), (0, B, 1, None, "parse_error", None),
                 (0, B, 2, None, "parse_error", None), (0, A, 3, fused, "ok", 1.2), (0, B, 3, const, "ok", 1.1),
                 (3, A, 1, fused + "\n", "ok", 1.2), (3, A, 2, const, "incorrect", None),
-                (3, B, 1, const, "ok", 0.8), (0, C, 1, fused, "incorrect", None), (3, C, 1, const, "ok", 1.44),
+                (3, B, 1, const, "ok", 0.8), (0, C, 1, fused, "incorrect", 2.0), (3, C, 1, const, "ok", 1.44),
                 (0, L, 1, fused, "ok", 1.0), (3, L, 1, const, "ok", 3.0))))
         runs.append(str(d))
     p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "rl_report.py"), *runs], cwd=ROOT,
@@ -668,9 +674,11 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
     # the start's; in the last column B's 0.8x counts 1.00x as its failed start did: the cube root of 1.2 x 1.0 x 1.0,
     # then of 1.2 x 1.0 x 1.44 (L, level 2, not counted)
     assert "| contrastive seed 1 | 3 | 3 of 4 | 3 | 3 | 0 | 1.06x -> 1.20x (+13%) |" in p.stdout, p.stdout
-    # and beside the arm's mean of the held-out line (the synthetic stats' 1.1), that reading; plain has no answers
+    # and beside the arm's mean of the held-out line (the synthetic stats' 1.1), the last column's step-3 value,
+    # for the first answers alone; plain has no held-out answers
     assert "contrastive: mean over 1 seed(s) of the last generated geomean 1.10x (slow and failing answers both at " \
            "1.00x: 1.20x)" in p.stdout, p.stdout
+    assert "contrastive: mean over 1 seed(s) of the last generated second try geomean 1.10x\n" in p.stdout, p.stdout
     assert "plain: mean over 1 seed(s) of the last generated geomean 1.10x\n" in p.stdout, p.stdout
 
 
