@@ -154,8 +154,9 @@ md = [f"# Contrastive vs plain RL ({env.get('gpu', '?')})", "",
       f"- compared over the first {steps} steps (the fewer any run reached)", "",
       "| run | answers | parse | compile | correct | copies of a seed | reward, first half | reward, second half | "
       "composing 2+ moves, first half -> second half | constant outputs, second half (correct) | "
-      "after a correct answer: same move / another (correct) | exemplars shown | groups with a signal (codes each) |",
-      "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+      "after a correct answer: same move / another (correct) | exemplars shown | "
+      "groups with a signal, first half -> second half (codes each) | known code, first half -> second half |",
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 def composed(log, n):
     """Of the correct answers of these steps, the share whose code shows two or more of the teacher's
     moves (cudal1.moves_shown); 0 for logs written before it was counted."""
@@ -269,6 +270,8 @@ for r in runs:
     n = [sum(l["statuses"].values()) for l in log]
     rate = lambda k: sum(l[k] * m for l, m in zip(log, n)) / max(1, sum(n))
     half = max(1, steps // 2)
+    halves = lambda k: (f"{statistics.mean(l[k] for l in log[:half]):.0%} -> "
+                        f"{statistics.mean(l[k] for l in log[half:] or log):.0%}")
     given = {t: r["bank"].sources(t, given=True) for t in r["bank"].entries}
     parsed = [e for es in r["bank"].entries.values() for e in es if 0 <= e["step"] < steps]  # one entry per parsed answer
     good = [e for e in parsed if e["record"].get("correct")]
@@ -283,8 +286,9 @@ for r in runs:
               f"{len(const) / max(1, len(late)):.0%} ({sum(bool(e['record'].get('correct')) for e in const)}) | "
               f"{keep_or_switch(parsed)} | "
               f"{statistics.mean(l['exemplars'] for l in log):.1f} | "
-              + (f"{statistics.mean(l['signal'] for l in log):.0%} ({statistics.mean(l['distinct'] for l in log):.1f}) |"
-                 if all("signal" in l for l in log) else "- |"))
+              + (f"{halves('signal')} ({statistics.mean(l['distinct'] for l in log):.1f}) | "
+                 if all("signal" in l for l in log) else "- | ")
+              + (f"{halves('known')} |" if all("known" in l for l in log) else "- |"))
 md += ["", "Reward: clip(log2 speedup, -1, 3) for a correct answer, -2 for any failure (cudal1.reward).", "",
        "```text", chart({arm: [statistics.mean(r["log"][i]["reward_mean"] for r in runs if r["arm"] == arm)
                                for i in range(steps)] for arm in dict.fromkeys(r["arm"] for r in runs)}, args.height),
@@ -327,7 +331,10 @@ md += ["Constant outputs: parsed answers of the second half whose code writes it
        "Groups with a signal: a task's G answers of which some get a nonzero advantage, so the update learns from "
        "them (--advantage group: rewards not all equal, so a group of one code G times, or all failing, teaches "
        "nothing; gain: some new answer beat eager); in brackets the distinct parsed codes per group "
-       "(cudal1.same_code).", ""]
+       "(cudal1.same_code).", "",
+       "Known code: answers whose code the run's bank already held (a seed's, or the run's own earlier answer to "
+       "the task, by cudal1.same_code). They earn no advantage, so once a run's answers are mostly known code its "
+       "groups lose their signal and the update has little left to learn from.", ""]
 held = [r for r in runs if r["held"]]
 if held:  # the split no training input touches, measured before the first update and during the run
     groups = [g for g in held[0]["held"][0]["stats"] if all(g in h["stats"] for r in held for h in r["held"])]

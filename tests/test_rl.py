@@ -618,7 +618,8 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
         (d / "log.jsonl").write_text("".join(json.dumps(dict(
             step=s, reward_mean=0.0, parsed=1.0, compiled=1.0, correct=float(rec["correct"]), composed=0,
             exemplars=0, best={"levelG/1_X.py": None}, statuses={rec["status"]: 1}, elapsed_s=10.0 * (s + 1),
-            **({} if plain else dict(signal=float(s % 2), distinct=1 + s % 2))))  # plain: a log from before they were counted
+            **({} if plain else dict(signal=float(s == 0), distinct=1 + s % 2, known=min(1.0, s / 2)))))
+            # plain: a log from before they were counted
             + "\n" for s, _, rec in answers))
         (d / "bank.jsonl").write_text("".join(json.dumps(dict(step=s, task="levelG/1_X.py", source=src, record=rec))
                                               + "\n" for s, src, rec in answers))
@@ -662,8 +663,10 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
               if line.startswith("| ") and " | 1 | 100% | +0.58 | " in line}
     assert visits["| contrastive seed 1"].endswith(" | 3 | 33% | -1.14 | - |")  # -: no fresh task, moves unknown
     assert visits["| plain seed 1"].endswith(" | 3 | 67% | -0.28 | - |")
-    col = row["| run"].index("groups with a signal (codes each) |")
-    assert (row["| contrastive seed 1"][col], row["| plain seed 1"][col]) == ("50% (1.5) |", "- |")
+    # steps 0-1 against 2-3: a signal at step 0 alone; known code 0, 0.5, then 1 and 1
+    col = row["| run"].index("groups with a signal, first half -> second half (codes each)")
+    assert (row["| contrastive seed 1"][col], row["| plain seed 1"][col]) == ("50% -> 0% (1.5)", "-")
+    assert (row["| contrastive seed 1"][col + 1], row["| plain seed 1"][col + 1]) == ("25% -> 100% |", "- |")
     # second answers: at step 0 A's second try new and faster, B's unparsed; A's resampled answer its first
     # code again, B's new and passing (beats a failed first); at step 3 A's second try new, failing
     second = [line for line in p.stdout.splitlines() if line.startswith("| contrastive seed 1 | ")
