@@ -165,11 +165,13 @@ def composed(log, n):
 
 
 def by_visit(sampled, steps, admits, known):
-    """(answers, correct share, mean reward, off-move share (its correct share)) of a run's training answers
-    at each task's first step, then at its later ones (of the compared steps): a contrastive prompt shows
-    the run's own earlier answers only from a task's second step on; a plain prompt never does, so plain
-    is the control. Off-move: answers whose first line names a move (move_dose.named against `known`)
-    the teacher does not write for their task (`admits`); '-' where no task's moves are known."""
+    """(answers, correct share, mean reward, off-move share (its correct share), groups with a signal) of a
+    run's training answers at each task's first step, then at its later ones (of the compared steps): a
+    contrastive prompt shows the run's own earlier answers only from a task's second step on; a plain prompt
+    never does, so plain is the control. Off-move: answers whose first line names a move (move_dose.named
+    against `known`) the teacher does not write for their task (`admits`); '-' where no task's moves are
+    known. A group (one task's answers at one step) has a signal where any answer's applied advantage is
+    nonzero; '-' for answers written before train_rl recorded it."""
     first = {}
     for a in sampled:  # answers.jsonl is in step order
         first.setdefault(a["task"], a["step"])
@@ -177,10 +179,15 @@ def by_visit(sampled, steps, admits, known):
     for later in (False, True):
         xs = [a for a in sampled if a["step"] < steps and (a["step"] > first[a["task"]]) == later]
         off = [a for a in xs if a["task"] in admits and named(a["text"], known) not in admits[a["task"]] | {"other"}]
+        groups = {}
+        for a in xs:
+            groups.setdefault((a["task"], a["step"]), []).append(a.get("adv"))
         out.append(f"{len(xs)} | {sum(a['status'] == 'ok' for a in xs) / max(1, len(xs)):.0%} | "
                    + (f"{statistics.mean(a['reward'] for a in xs):+.2f}" if xs else "-") + " | "
                    + (f"{len(off) / len(xs):.0%} ({sum(a['status'] == 'ok' for a in off) / max(1, len(off)):.0%})"
-                      if xs and any(a["task"] in admits for a in xs) else "-"))
+                      if xs and any(a["task"] in admits for a in xs) else "-") + " | "
+                   + (f"{sum(any(g) for g in groups.values()) / len(groups):.0%}"
+                      if groups and all("adv" in a for a in xs) else "-"))
     return " | ".join(out)
 
 
@@ -300,9 +307,11 @@ if all(r["sampled"] for r in runs):
            "is the control. Off-move: answers whose analysis opens with a move the teacher does not write for "
            "their task (named by its first line's leading words against the teacher's; a fresh generated task's "
            "moves are known), and in brackets the share of them correct: a policy claiming a move where it does "
-           "not hold.",
-           "", "| run | first step: answers | correct | reward | off-move (correct) | later steps: answers | correct "
-           "| reward | off-move (correct) |", "|---|---|---|---|---|---|---|---|---|"]
+           "not hold. Groups with a signal: a task's answers at one step of which any got a nonzero advantage "
+           "(below); at later steps they are mostly the run's own earlier code, which earns none.",
+           "", "| run | first step: answers | correct | reward | off-move (correct) | groups with a signal "
+           "| later steps: answers | correct | reward | off-move (correct) | groups with a signal |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     known = openers("gpu") if any(r["admits"] for r in runs) else []  # how each move's teacher answer opens
     md += [f"| {r['name']} | {by_visit(r['sampled'], steps, r['admits'], known)} |" for r in runs] + [""]
     if known:

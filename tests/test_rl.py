@@ -623,9 +623,9 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
             + "\n" for s, _, rec in answers))
         (d / "bank.jsonl").write_text("".join(json.dumps(dict(step=s, task="levelG/1_X.py", source=src, record=rec))
                                               + "\n" for s, src, rec in answers))
-        (d / "answers.jsonl").write_text("".join(json.dumps(dict(step=s, task="levelG/1_X.py", status=rec["status"],
-                                                                 reward=0.58 if rec["correct"] else -2.0)) + "\n"
-                                                 for s, _, rec in answers))
+        (d / "answers.jsonl").write_text("".join(json.dumps(dict(
+            step=s, task="levelG/1_X.py", status=rec["status"], reward=0.58 if rec["correct"] else -2.0,
+            **({} if plain else dict(adv=0.5 if s in (0, 3) else 0.0)))) + "\n" for s, _, rec in answers))
         stats = {g: dict(tasks=2, answers=2, correct=0.5, solved=1, geomean=1.1) for g in ("generated", "generated second try")}
         (d / "held_out.jsonl").write_text("".join(json.dumps(dict(step=s, stats=stats)) + "\n" for s in (0, 3)))
         if not plain:  # step 0: task A's second answer new code, faster; B's the first again. Step 3: A's second
@@ -658,11 +658,12 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
     col = row["| run"].index("after a correct answer: same move / another (correct)")
     assert row["| contrastive seed 1"][col] == "33% (100%) / 67% (0%)"
     assert row["| plain seed 1"][col] == "67% (50%) / 33% (100%)"
-    # by visit: the task's first step, then its later ones (contrastive: steps 1-3 bad, bad, ok; plain: ok, ok, bad)
+    # by visit: the task's first step, then its later ones (contrastive: steps 1-3 bad, bad, ok; plain: ok, ok, bad);
+    # off-move -: no fresh task, moves unknown; a signal at contrastive's steps 0 and 3 (plain: none recorded)
     visits = {line.split(" | ")[0]: line for line in p.stdout.splitlines()
               if line.startswith("| ") and " | 1 | 100% | +0.58 | " in line}
-    assert visits["| contrastive seed 1"].endswith(" | 3 | 33% | -1.14 | - |")  # -: no fresh task, moves unknown
-    assert visits["| plain seed 1"].endswith(" | 3 | 67% | -0.28 | - |")
+    assert visits["| contrastive seed 1"].endswith(" | 1 | 100% | +0.58 | - | 100% | 3 | 33% | -1.14 | - | 33% |")
+    assert visits["| plain seed 1"].endswith(" | 1 | 100% | +0.58 | - | - | 3 | 67% | -0.28 | - | - |")
     # steps 0-1 against 2-3: a signal at step 0 alone; known code 0, 0.5, then 1 and 1
     col = row["| run"].index("groups with a signal, first half -> second half (codes each)")
     assert (row["| contrastive seed 1"][col], row["| plain seed 1"][col]) == ("50% -> 0% (1.5)", "-")
@@ -752,7 +753,7 @@ def test_rl_report_counts_answers_claiming_a_move_their_task_lacks(tmp_path):
         dict(step=1, task=key, reward=0.5, status="ok", text=own),
         dict(step=1, task=key, reward=-2.0, status="incorrect", text=other)])
     row = next(line for line in out.splitlines() if line.startswith("| contrastive seed 1 | 1 |"))
-    assert row == "| contrastive seed 1 | 1 | 100% | +0.50 | 0% (0%) | 2 | 50% | -0.75 | 50% (0%) |", row
+    assert row == "| contrastive seed 1 | 1 | 100% | +0.50 | 0% (0%) | - | 2 | 50% | -0.75 | 50% (0%) | - |", row
 
 
 def test_rl_report_by_move_gives_each_moves_reward_and_advantage(tmp_path):
