@@ -5,11 +5,12 @@ The logs (*.jsonl) and generated/ come back in device_call.sh's results tarball,
     python bench/carry_checkpoint.py pack out/sft $OUT/sft       # on the GPU machine, after training
     python bench/carry_checkpoint.py unpack carried/sft out/sft  # later, before train_rl.py --init out/sft
 
-A from-scratch policy of the GPU default (27.8M parameters) is 111 MB in fp32, 53 MiB in bf16 and ~43 MB
-gzipped (three parts): gzip is what lets the checkpoint travel back beside the working tree (16 MB, mostly
+A from-scratch policy of the GPU default (27.8M parameters) is 111 MB in fp32, 53 MiB in bf16 and 42 MiB
+gzipped (three parts): gzip is what lets the checkpoint travel back beside the working tree (~15 MB, mostly
 results/) within the 64 MiB a device call carries. The optimizer state does not travel (stage 3 starts a
-fresh optimizer from --init), so a checkpoint carried this way resumes stage 1 or 2 without its moments. Unpacked weights are the bf16
-values widened to fp32: training continues from the policy as sampled (bf16 on a GPU).
+fresh optimizer from --init), so a checkpoint carried this way resumes stage 1 or 2 without its moments.
+Unpacked weights are the bf16 values widened to fp32: training continues from the policy as sampled (bf16 on
+a GPU).
 """
 import argparse
 import glob
@@ -33,8 +34,8 @@ def pack(src, dst):
         with open(os.path.join(dst, f"model.bf16.part{i // PART}"), "wb") as f:
             f.write(data[i:i + PART])
     for name in sorted(os.listdir(src)):
-        if name.endswith(".json") and name != "report.json":  # 3 parts + these + the results tarball: within
-            # the tool's 8 files; report.json (10 MB of file lists at the GPU default) comes back in the tarball
+        if name.endswith(".json") and name != "report.json":  # 3 parts + these + the results tarball: within the
+            # tool's 8 files; report.json (10 MB of file lists at the GPU default) comes back in the tarball
             shutil.copy(os.path.join(src, name), dst)
     return (len(data) + PART - 1) // PART
 

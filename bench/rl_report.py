@@ -155,7 +155,8 @@ md = [f"# Contrastive vs plain RL ({env.get('gpu', '?')})", "",
       "| run | answers | parse | compile | correct | copies of a seed | reward, first half | reward, second half | "
       "composing 2+ moves, first half -> second half | constant outputs, second half (correct) | "
       "after a correct answer: same move / another (correct) | exemplars shown | "
-      "groups with a signal, first half -> second half (codes each) | known code, first half -> second half |",
+      "groups with a signal, first half -> second half (codes each, whole run) | "
+      "known code, first half -> second half |",
       "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 def composed(log, n):
     """Of the correct answers of these steps, the share whose code shows two or more of the teacher's
@@ -341,8 +342,8 @@ md += ["Constant outputs: parsed answers of the second half whose code writes it
        "them (--advantage group: rewards not all equal, so a group of one code G times, or all failing, teaches "
        "nothing; gain: some new answer beat eager); in brackets the distinct parsed codes per group "
        "(cudal1.same_code).", "",
-       "Known code: answers whose code the run's bank already held (a seed's, or the run's own earlier answer to "
-       "the task, by cudal1.same_code). They earn no advantage, so once a run's answers are mostly known code its "
+       "Known code: answers whose code the run's bank already held (the task's reference, a seed's, or any earlier "
+       "parsed answer of the run to the task, failing ones too, by cudal1.same_code). They earn no advantage, so once a run's answers are mostly known code its "
        "groups lose their signal and the update has little left to learn from.", ""]
 held = [r for r in runs if r["held"]]
 if held:  # the split no training input touches, measured before the first update and during the run

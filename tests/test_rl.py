@@ -665,7 +665,7 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
     assert visits["| contrastive seed 1"].endswith(" | 1 | 100% | +0.58 | - | 100% | 3 | 33% | -1.14 | - | 33% |")
     assert visits["| plain seed 1"].endswith(" | 1 | 100% | +0.58 | - | - | 3 | 67% | -0.28 | - | - |")
     # steps 0-1 against 2-3: a signal at step 0 alone; known code 0, 0.5, then 1 and 1
-    col = row["| run"].index("groups with a signal, first half -> second half (codes each)")
+    col = row["| run"].index("groups with a signal, first half -> second half (codes each, whole run)")
     assert (row["| contrastive seed 1"][col], row["| plain seed 1"][col]) == ("50% -> 0% (1.5)", "-")
     assert (row["| contrastive seed 1"][col + 1], row["| plain seed 1"][col + 1]) == ("25% -> 100% |", "- |")
     # second answers: at step 0 A's second try new and faster, B's unparsed; A's resampled answer its first
