@@ -172,7 +172,9 @@ def by_visit(sampled, steps, admits, known):
     never does, so plain is the control. Off-move: answers whose first line names a move (move_dose.named
     against `known`) the teacher does not write for their task (`admits`); '-' where no task's moves are
     known. A group (one task's answers at one step) has a signal where any answer's applied advantage is
-    nonzero; '-' for answers written before train_rl recorded it."""
+    nonzero; '-' for answers written before train_rl recorded it. Choices: groups whose correct answers open
+    with two or more moves (named as off-move: a choice the update can teach), and in brackets those whose
+    most advantage in total went to the move of the group's best answer; '-' where moves are unknown."""
     first = {}
     for a in sampled:  # answers.jsonl is in step order
         first.setdefault(a["task"], a["step"])
@@ -182,14 +184,32 @@ def by_visit(sampled, steps, admits, known):
         off = [a for a in xs if a["task"] in admits and named(a["text"], known) not in admits[a["task"]] | {"other"}]
         groups = {}
         for a in xs:
-            groups.setdefault((a["task"], a["step"]), []).append(a.get("adv"))
+            groups.setdefault((a["task"], a["step"]), []).append(a)
         out.append(f"{len(xs)} | {sum(a['status'] == 'ok' for a in xs) / max(1, len(xs)):.0%} | "
                    + (f"{statistics.mean(a['reward'] for a in xs):+.2f}" if xs else "-") + " | "
                    + (f"{len(off) / len(xs):.0%} ({sum(a['status'] == 'ok' for a in off) / max(1, len(off)):.0%})"
                       if xs and any(a["task"] in admits for a in xs) else "-") + " | "
-                   + (f"{sum(any(g) for g in groups.values()) / len(groups):.0%}"
-                      if groups and all("adv" in a for a in xs) else "-"))
+                   + (f"{sum(any(a['adv'] for a in g) for g in groups.values()) / len(groups):.0%}"
+                      if groups and all("adv" in a for a in xs) else "-") + " | "
+                   + ("{} ({})".format(*choices(groups.values(), known))
+                      if known and any(a["task"] in admits for a in xs) and all("adv" in a for a in xs) else "-"))
     return " | ".join(out)
+
+
+def choices(groups, known):
+    """(groups whose correct answers open with two or more moves, of them those whose most advantage in
+    total went to the move of their best answer): where the update could teach which move to write."""
+    n = right = 0
+    for g in groups:
+        ok = [a for a in g if a["status"] == "ok"]
+        if len({named(a["text"], known) for a in ok} - {"other"}) < 2:
+            continue
+        push = collections.Counter()
+        for a in g:
+            push[named(a["text"], known)] += a["adv"]
+        best = named(max(ok, key=lambda a: a["reward"])["text"], known)
+        n, right = n + 1, right + (push[best] > 0 and push[best] == max(push.values()))
+    return n, right
 
 
 def by_move(sampled, steps, known, admits):
@@ -309,10 +329,14 @@ if all(r["sampled"] for r in runs):
            "their task (named by its first line's leading words against the teacher's; a fresh generated task's "
            "moves are known), and in brackets the share of them correct: a policy claiming a move where it does "
            "not hold. Groups with a signal: a task's answers at one step of which any got a nonzero advantage "
-           "(below); at later steps they are mostly the run's own earlier code, which earns none.",
+           "(below); at later steps they are mostly the run's own earlier code, which earns none. Choices: groups "
+           "whose correct answers open with two or more moves, the only ones that can teach which move to write, "
+           "and in brackets those that pushed the move of their best answer most; the rest teach at most the "
+           "move already written.",
            "", "| run | first step: answers | correct | reward | off-move (correct) | groups with a signal "
-           "| later steps: answers | correct | reward | off-move (correct) | groups with a signal |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+           "| choices (best move pushed most) | later steps: answers | correct | reward | off-move (correct) "
+           "| groups with a signal | choices (best move pushed most) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     known = openers("gpu") if any(r["admits"] for r in runs) else []  # how each move's teacher answer opens
     md += [f"| {r['name']} | {by_visit(r['sampled'], steps, r['admits'], known)} |" for r in runs] + [""]
     if known:

@@ -662,8 +662,9 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
     # off-move -: no fresh task, moves unknown; a signal at contrastive's steps 0 and 3 (plain: none recorded)
     visits = {line.split(" | ")[0]: line for line in p.stdout.splitlines()
               if line.startswith("| ") and " | 1 | 100% | +0.58 | " in line}
-    assert visits["| contrastive seed 1"].endswith(" | 1 | 100% | +0.58 | - | 100% | 3 | 33% | -1.14 | - | 33% |")
-    assert visits["| plain seed 1"].endswith(" | 1 | 100% | +0.58 | - | - | 3 | 67% | -0.28 | - | - |")
+    # choices -: no task's moves known
+    assert visits["| contrastive seed 1"].endswith(" | 1 | 100% | +0.58 | - | 100% | - | 3 | 33% | -1.14 | - | 33% | - |")
+    assert visits["| plain seed 1"].endswith(" | 1 | 100% | +0.58 | - | - | - | 3 | 67% | -0.28 | - | - | - |")
     # steps 0-1 against 2-3: a signal at step 0 alone; known code 0, 0.5, then 1 and 1
     col = row["| run"].index("groups with a signal, first half -> second half (codes each, whole run)")
     assert (row["| contrastive seed 1"][col], row["| plain seed 1"][col]) == ("50% -> 0% (1.5)", "-")
@@ -753,7 +754,22 @@ def test_rl_report_counts_answers_claiming_a_move_their_task_lacks(tmp_path):
         dict(step=1, task=key, reward=0.5, status="ok", text=own),
         dict(step=1, task=key, reward=-2.0, status="incorrect", text=other)])
     row = next(line for line in out.splitlines() if line.startswith("| contrastive seed 1 | 1 |"))
-    assert row == "| contrastive seed 1 | 1 | 100% | +0.50 | 0% (0%) | - | 2 | 50% | -0.75 | 50% (0%) | - |", row
+    assert row == "| contrastive seed 1 | 1 | 100% | +0.50 | 0% (0%) | - | - | 2 | 50% | -0.75 | 50% (0%) | - | - |", row
+
+
+def test_rl_report_counts_the_groups_that_offer_a_choice_of_move(tmp_path):
+    """By visit, choices: groups whose correct answers open with two moves, and of them those that pushed the
+    best answer's move most. Step 0: the task's own move at 0.5 (advantage 0.25) beside a correct answer
+    opening as constant_output at 1.0 (advantage 1.0): the best pushed most. Step 1: own at 1.0 (0.1, twice)
+    beside constant_output at 0.5 (1.5): the slower move pushed most. Step 2: own twice, one move: no choice."""
+    def rows(key, own, other):
+        row = lambda step, reward, adv, text: dict(step=step, task=key, reward=reward, adv=adv, status="ok", text=text)
+        return [row(0, 0.5, 0.25, own), row(0, 1.0, 1.0, other), row(1, 1.0, 0.1, own), row(1, 1.0, 0.1, own),
+                row(1, 0.5, 1.5, other), row(2, 1.0, 0.5, own), row(2, 1.0, 0.5, own)]
+    out, _ = report_on_a_fresh_task(tmp_path, rows)
+    row = next(line for line in out.splitlines() if line.startswith("| contrastive seed 1 | 2 |"))
+    assert row == ("| contrastive seed 1 | 2 | 100% | +0.75 | 50% (100%) | 100% | 1 (1) "
+                   "| 5 | 100% | +0.90 | 20% (100%) | 100% | 1 (0) |"), row
 
 
 def test_rl_report_by_move_gives_each_moves_reward_and_advantage(tmp_path):
