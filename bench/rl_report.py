@@ -174,7 +174,8 @@ def by_visit(sampled, steps, admits, known):
     known. A group (one task's answers at one step) has a signal where any answer's applied advantage is
     nonzero; '-' for answers written before train_rl recorded it. Choices: groups whose correct answers open
     with two or more moves (named as off-move: a choice the update can teach), and in brackets those whose
-    most advantage in total went to the move of the group's best answer; '-' where moves are unknown."""
+    most advantage in total went to the move of the group's best answer / to another move (the rest pushed
+    nothing); '-' where moves are unknown."""
     first = {}
     for a in sampled:  # answers.jsonl is in step order
         first.setdefault(a["task"], a["step"])
@@ -191,15 +192,16 @@ def by_visit(sampled, steps, admits, known):
                       if xs and any(a["task"] in admits for a in xs) else "-") + " | "
                    + (f"{sum(any(a['adv'] for a in g) for g in groups.values()) / len(groups):.0%}"
                       if groups and all("adv" in a for a in xs) else "-") + " | "
-                   + ("{} ({})".format(*choices(groups.values(), known))
+                   + ("{} ({} / {})".format(*choices(groups.values(), known))
                       if known and any(a["task"] in admits for a in xs) and all("adv" in a for a in xs) else "-"))
     return " | ".join(out)
 
 
 def choices(groups, known):
     """(groups whose correct answers open with two or more moves, of them those whose most advantage in
-    total went to the move of their best answer): where the update could teach which move to write."""
-    n = right = 0
+    total went to the move of their best answer, and those where it went to another move): where the update
+    could teach which move to write, and which way it did."""
+    n = right = wrong = 0
     for g in groups:
         ok = [a for a in g if a["status"] == "ok"]
         if len({named(a["text"], known) for a in ok} - {"other"}) < 2:
@@ -208,8 +210,9 @@ def choices(groups, known):
         for a in g:
             push[named(a["text"], known)] += a["adv"]
         best = named(max(ok, key=lambda a: a["reward"])["text"], known)
-        n, right = n + 1, right + (push[best] > 0 and push[best] == max(push.values()))
-    return n, right
+        n, top = n + 1, max(push.values())
+        right, wrong = right + (top > 0 and push[best] == top), wrong + (top > 0 and push[best] < top)
+    return n, right, wrong
 
 
 def by_move(sampled, steps, known, admits):
@@ -331,11 +334,11 @@ if all(r["sampled"] for r in runs):
            "not hold. Groups with a signal: a task's answers at one step of which any got a nonzero advantage "
            "(below); at later steps they are mostly the run's own earlier code, which earns none. Choices: groups "
            "whose correct answers open with two or more moves, the only ones that can teach which move to write, "
-           "and in brackets those that pushed the move of their best answer most; the rest teach at most the "
-           "move already written.",
+           "and in brackets those that pushed the move of their best answer most / another move most (the rest "
+           "pushed nothing: under --advantage gain known code earns nothing).",
            "", "| run | first step: answers | correct | reward | off-move (correct) | groups with a signal "
-           "| choices (best move pushed most) | later steps: answers | correct | reward | off-move (correct) "
-           "| groups with a signal | choices (best move pushed most) |",
+           "| choices (best move / another pushed most) | later steps: answers | correct | reward | off-move (correct) "
+           "| groups with a signal | choices (best move / another pushed most) |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     known = openers("gpu") if any(r["admits"] for r in runs) else []  # how each move's teacher answer opens
     md += [f"| {r['name']} | {by_visit(r['sampled'], steps, r['admits'], known)} |" for r in runs] + [""]
