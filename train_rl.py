@@ -156,7 +156,7 @@ args = parser.parse_args()
 # tasks instead (16 on a GPU, 4 on the CPU): the training split's kind of task, drawn from seeds no stage-1
 # run reaches, so the policy has no answer by heart (on the tasks it trained on, seeded with the teacher's
 # measured solutions, 99% of the correct --plain answers on the H200 were the memorised teacher solution,
-# measured again: git history and README's table of changes). Either way the held-out split is measured
+# measured again: git history and results/LEARNING.md). Either way the held-out split is measured
 # before the first step, every --held-out-every steps and at the end (4 generated tasks on the CPU; 32 and
 # the 20 level-2 on a GPU).
 CPU_TASKS = ["19_ReLU", "23_Softmax", "47_Sum_reduction_over_a_dimension", "97_CosineSimilarityLoss"]

@@ -172,10 +172,8 @@ def by_visit(sampled, steps, admits, known):
     never does, so plain is the control. Off-move: answers whose first line names a move (move_dose.named
     against `known`) the teacher does not write for their task (`admits`); '-' where no task's moves are
     known. A group (one task's answers at one step) has a signal where any answer's applied advantage is
-    nonzero; '-' for answers written before train_rl recorded it. Choices: groups whose correct answers open
-    with two or more moves (named as off-move: a choice the update can teach), and in brackets those whose
-    most advantage in total went to the move of the group's best answer / to another move (the rest pushed
-    nothing); '-' where moves are unknown."""
+    nonzero; '-' for answers written before train_rl recorded it. Choices: see choices(); '-' where moves
+    are unknown or no advantage was recorded."""
     first = {}
     for a in sampled:  # answers.jsonl is in step order
         first.setdefault(a["task"], a["step"])
@@ -198,20 +196,31 @@ def by_visit(sampled, steps, admits, known):
 
 
 def choices(groups, known):
-    """(groups whose correct answers open with two or more moves, of them those whose most advantage in
-    total went to the move of their best answer, and those where it went to another move): where the update
-    could teach which move to write, and which way it did."""
+    """(groups with a choice, of them those that pushed the best move most, those that pushed another): where
+    the update could teach which move to write, and which way it did. A move is named by an answer's opening
+    (move_dose.named; 'other' is left out everywhere), and a code (cudal1.same_code) by its first answer, so
+    one code under two openings is no choice. A group has a choice where its correct codes name two or more
+    moves; its best moves are those of the correct codes with the top reward; a move's push is the signed sum
+    of the advantages applied to its answers, and a tie for the most counts for the best move. The rest pushed
+    no move up (under --advantage gain: no new code beat eager)."""
     n = right = wrong = 0
     for g in groups:
-        ok = [a for a in g if a["status"] == "ok"]
-        if len({named(a["text"], known) for a in ok} - {"other"}) < 2:
-            continue
-        push = collections.Counter()
+        moves, named_as = [], {}
         for a in g:
-            push[named(a["text"], known)] += a["adv"]
-        best = named(max(ok, key=lambda a: a["reward"])["text"], known)
-        n, top = n + 1, max(push.values())
-        right, wrong = right + (top > 0 and push[best] == top), wrong + (top > 0 and push[best] < top)
+            source, _ = cudal1.parse_answer(a["text"])
+            moves.append(named_as.setdefault(cudal1.same_code(source) if source else id(a), named(a["text"], known)))
+        ok = [(a, m) for a, m in zip(g, moves) if a["status"] == "ok" and m != "other"]
+        if len({m for _, m in ok}) < 2:
+            continue
+        top_reward = max(a["reward"] for a, _ in ok)
+        best = {m for a, m in ok if a["reward"] == top_reward}
+        push = collections.Counter()
+        for a, m in zip(g, moves):
+            if m != "other":
+                push[m] += a["adv"]
+        top = max(push.values())
+        n, right, wrong = n + 1, right + (top > 0 and max(push[m] for m in best) == top), \
+            wrong + (top > 0 and max(push[m] for m in best) < top)
     return n, right, wrong
 
 
@@ -332,10 +341,11 @@ if all(r["sampled"] for r in runs):
            "their task (named by its first line's leading words against the teacher's; a fresh generated task's "
            "moves are known), and in brackets the share of them correct: a policy claiming a move where it does "
            "not hold. Groups with a signal: a task's answers at one step of which any got a nonzero advantage "
-           "(below); at later steps they are mostly the run's own earlier code, which earns none. Choices: groups "
-           "whose correct answers open with two or more moves, the only ones that can teach which move to write, "
-           "and in brackets those that pushed the move of their best answer most / another move most (the rest "
-           "pushed nothing: under --advantage gain known code earns nothing).",
+           "(below); at later steps they are mostly the run's own earlier code, which earns none. Choices: "
+           "groups whose correct answers (one per code) open with two or more moves, the only ones that can teach "
+           "which move to write, and in brackets those whose applied advantages, summed per move, pushed the move "
+           "of their best answer most / another move most (the rest pushed no move up: under --advantage gain no "
+           "new code beat eager).",
            "", "| run | first step: answers | correct | reward | off-move (correct) | groups with a signal "
            "| choices (best move / another pushed most) | later steps: answers | correct | reward | off-move (correct) "
            "| groups with a signal | choices (best move / another pushed most) |",

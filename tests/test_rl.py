@@ -758,20 +758,27 @@ def test_rl_report_counts_answers_claiming_a_move_their_task_lacks(tmp_path):
 
 
 def test_rl_report_counts_the_groups_that_offer_a_choice_of_move(tmp_path):
-    """By visit, choices: groups whose correct answers open with two moves, and of them those that pushed the
-    best answer's move most / another's. Step 0: the task's own move at 0.5 (advantage 0.25) beside a correct
-    answer opening as constant_output at 1.0 (advantage 1.0): the best pushed most. Step 1: own at 1.0 (0.1,
-    twice) beside constant_output at 0.5 (1.5): the slower move pushed most. Step 2: own twice, one move: no
-    choice. Step 3: both moves, nothing pushed (known code): a choice pushed neither way."""
+    """By visit, choices: groups whose correct codes open with two moves, and of them those whose summed
+    advantages pushed the best answer's move most / another's. Step 0: the task's own move at 0.5 (advantage
+    0.25) beside a constant_output at 1.0 (1.0): the best pushed most. Step 1: own at 1.0 (0.1, twice) beside
+    constant_output at 0.5 (1.5): the slower move pushed most. Step 2: own twice and an answer naming no move:
+    one move, no choice. Step 3: both moves, nothing pushed. Step 4: own at 1.0 (0.2) beside constant_output
+    at 0.5 (0.1) and an unnamed answer pushed hardest (1.5), left out: the best pushed most. Step 5: own's
+    code twice, once under constant_output's opening: one code, no choice."""
+    from cudal1 import HEADERS
     def rows(key, own, other):
         row = lambda step, reward, adv, text: dict(step=step, task=key, reward=reward, adv=adv, status="ok", text=text)
-        return [row(0, 0.5, 0.25, own), row(0, 1.0, 1.0, other), row(1, 1.0, 0.1, own), row(1, 1.0, 0.1, own),
-                row(1, 0.5, 1.5, other), row(2, 1.0, 0.5, own), row(2, 1.0, 0.5, own), row(3, 1.0, 0.0, own),
-                row(3, 0.5, 0.0, other)]
+        unnamed = own.replace(own.split("\n", 2)[1], "Nothing here names a move.", 1)
+        disguised = other[:other.index(HEADERS[2])] + own[own.index(HEADERS[2]):]  # own's code, other's opening
+        return [row(0, 0.5, 0.25, own), row(0, 1.0, 1.0, other),
+                row(1, 1.0, 0.1, own), row(1, 1.0, 0.1, own), row(1, 0.5, 1.5, other),
+                row(2, 1.0, 0.5, own), row(2, 1.0, 0.5, own), row(2, 0.3, 0.2, unnamed),
+                row(3, 1.0, 0.0, own), row(3, 0.5, 0.0, other),
+                row(4, 1.0, 0.2, own), row(4, 0.5, 0.1, other), row(4, 0.1, 1.5, unnamed),
+                row(5, 1.0, 0.0, own), row(5, 1.0, 0.0, disguised)]
     out, _ = report_on_a_fresh_task(tmp_path, rows)
     row = next(line for line in out.splitlines() if line.startswith("| contrastive seed 1 | 2 |"))
-    assert row == ("| contrastive seed 1 | 2 | 100% | +0.75 | 50% (100%) | 100% | 1 (1 / 0) "
-                   "| 7 | 100% | +0.86 | 29% (100%) | 67% | 2 (0 / 1) |"), row
+    assert row.endswith(" | 100% | 1 (1 / 0) | 13 | 100% | +0.76 | 31% (100%) | 60% | 3 (1 / 1) |"), row
 
 
 def test_rl_report_by_move_gives_each_moves_reward_and_advantage(tmp_path):
