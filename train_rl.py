@@ -66,6 +66,10 @@ parser.add_argument("--rl-task-count", type=int, default=-1, help="'fresh' takes
 parser.add_argument("--plain", action="store_true", help="plain prompts, no exemplars: the paper's ablation")
 parser.add_argument("--tasks-per-step", type=int, default=-1, help="tasks per step, over all ranks; -1: device default")
 parser.add_argument("--num-samples", type=int, default=-1, help="G, answers per task per step; -1: device default")
+parser.add_argument("--explore-moves", type=int, default=0, help="of each group's G answers, this many open "
+                    "with the first words of the teacher's answer of one of the task's moves (the moves in turn) "
+                    "and the policy writes the rest, so a group holds moves the update can choose between ('fresh' "
+                    "tasks only: the training split); 0: every answer sampled as it comes")
 parser.add_argument("--max-new-tokens", type=int, default=-1, help="answer length cap; -1: device default; 0: what the "
                     "block size leaves")
 parser.add_argument("--temperature", type=float, default=0.8, help="as stage 2; 0: greedy (a group of G equal answers)")
@@ -200,6 +204,8 @@ os.makedirs(args.out, exist_ok=True)
 G = args.num_samples
 if G < 2:
     raise SystemExit("--num-samples must be at least 2: advantages compare answers within a task's group")
+if not 0 <= args.explore_moves <= G or (args.explore_moves and args.rl_tasks != "fresh"):
+    raise SystemExit(f"--explore-moves {args.explore_moves}: takes 0 to G={G} answers of a group, on --rl-tasks fresh")
 
 
 read = cudal1.read
@@ -485,6 +491,32 @@ def step_tasks(step):
     return out
 
 
+OPEN_WORDS = 3  # an opening's words after the heading: enough to name its move (bench/move_dose.named reads 2)
+
+
+def openings(task):
+    """(move, ids of the answer's heading and the first OPEN_WORDS words of the teacher's answer of that
+    move) for each move the teacher writes for a fresh task (--explore-moves)."""
+    from kernelbench import teacher
+    source, meta = read(task), json.load(open(task[:-3] + ".json"))
+    out = []
+    for move, solution in teacher.solutions(source, meta):
+        heading, first = cudal1.format_answer(cudal1.inherit_constructor(solution, source)).split("\n", 2)[:2]
+        out.append((move, tok.encode(heading + "\n" + " ".join(first.split()[:OPEN_WORDS]))))
+    return out
+
+
+def opened(task, step):
+    """A group's G answers' openings: None for those sampled as they come, then --explore-moves (move, ids)
+    of its task's moves in turn, the turn moving on with the step."""
+    o = opens.get(task) or []
+    k = args.explore_moves if o else 0
+    return [None] * (G - k) + [o[(step * k + i) % len(o)] for i in range(k)]
+
+
+opens = {t: openings(t) for t in tasks} if args.explore_moves else {}
+
+
 def make_prompt(task, rng):
     """(prompt ids, how many exemplars it shows): plain, or the task with up to --exemplars earlier correct
     solutions drawn from the bank; the slowest is dropped first while the prompt is too long."""
@@ -506,13 +538,13 @@ def judge(groups):
     answers = []
     for g in groups:
         task_source = read(g["task"])
-        for row in g["rows"]:
+        for row, move in zip(g["rows"], g.get("opened") or [None] * len(g["rows"])):
             text = tok.decode(row)
             source, reason = cudal1.parse_answer(text)
             if source is not None:  # one form for a restated constructor, so a copy of a seed is one
                 source = cudal1.inherit_constructor(source, task_source)
             answers.append(dict(task=g["task"], text=text, source=source, stopped=row[-1:] == [tok.end_id],
-                                record=evaluate.record("parse_error", reason)))
+                                opened=move, record=evaluate.record("parse_error", reason)))
     # Code the bank has measured keeps that record: judged once in a run, not once a step. It earns no
     # advantage (known code), and a second noisy reading could only flatter its task's best.
     # (task, same code) -> its first judgement's verdict, without the timings this step's judging did not spend
@@ -612,10 +644,19 @@ def sample(step):
     gen = torch.Generator(device).manual_seed(args.seed * 1_000_003 + step * 1000 + rank)
     mine = step_tasks(step)[rank::world]
     prompts = [make_prompt(task, rng) for task in mine]  # (ids, n_shown) per task
-    rows = cudal1.generate(cudal1.sampling_model(model, dtype), [ids for ids, _ in prompts], G,
-                           args.max_new_tokens or cfg.block_size, args.temperature, args.top_k, args.top_p,
-                           gen, tok.end_id, bool(args.cuda_graphs)) if prompts else []  # a rank may have no task this step
-    return [dict(task=task, prompt=ids, rows=r, n_shown=n) for task, (ids, n), r in zip(mine, prompts, rows)]
+    starts = [opened(task, step) for task in mine]  # per task, G openings (None: as the policy comes)
+    settings = (args.max_new_tokens or cfg.block_size, args.temperature, args.top_k, args.top_p, gen, tok.end_id,
+                bool(args.cuda_graphs))
+    policy = cudal1.sampling_model(model, dtype)
+    if not any(o for group in starts for o in group):  # a rank may have no task this step
+        rows = cudal1.generate(policy, [ids for ids, _ in prompts], G, *settings) if prompts else []
+    else:  # an answer per prompt, those with an opening prompted with it; the opening is part of the answer
+        flat = cudal1.generate(policy, [ids + (o[1] if o else []) for (ids, _), group in zip(prompts, starts)
+                                        for o in group], 1, *settings)
+        rows = [[(o[1] if o else []) + a[0] for o, a in zip(group, flat[i * G:(i + 1) * G])]
+                for i, group in enumerate(starts)]
+    return [dict(task=task, prompt=ids, rows=r, n_shown=n, opened=[o and o[0] for o in group])
+            for task, (ids, n), r, group in zip(mine, prompts, rows, starts)]
 
 
 def share(answers, rejudged, n_shown):
@@ -697,7 +738,8 @@ def log_step(step, answers, rejudged, n_shown, loss, times):
         with open(answers_path, "a") as f:  # every answer, for reading what the policy writes
             f.writelines(json.dumps(dict(step=step, task=key[a["task"]], reward=a["reward"], adv=round(a["adv"], 4),
                                          known=a["known"], status=a["record"]["status"],
-                                         message=a["record"].get("message"), stopped=a["stopped"], text=a["text"])) + "\n"
+                                         message=a["record"].get("message"), stopped=a["stopped"],
+                                         opened=a.get("opened"), text=a["text"])) + "\n"
                          for a in answers)
         if rejudged:
             with open(os.path.join(args.out, "rejudged.jsonl"), "a") as f:

@@ -1,4 +1,5 @@
 """Stage 3 (contrastive RL): the math by hand, the bank on disk, and train_rl.py end to end on the CPU."""
+import ast
 import json
 import os
 import random
@@ -257,6 +258,39 @@ def objective(ckpt, prompts_file):
     with torch.no_grad():
         logp, mask = cudal1.answer_logprobs(model, prompt, rows)
     return cudal1.pg_loss(logp, mask, torch.tensor([1.0, -1.0])).item()
+
+
+def test_explore_moves_opens_answers_with_the_teachers_first_words(tmp_path):
+    """--explore-moves K: the last K answers of each group are prompted with the heading and first words of
+    the teacher's answer of one of the task's moves, in turn, and that opening is part of the answer (the
+    text judged, the tokens the update scores); answers.jsonl names the move. The others are sampled as
+    they come. Refused outside --rl-tasks fresh, or above G."""
+    from kernelbench import teacher
+    run, out, prompts = rl_runner(tmp_path)
+    flags = ["--rl-tasks", "fresh", "--rl-task-count", "2", "--tasks-per-step", "2", "--num-samples", "4",
+             "--min-answer-tokens", "64", "--explore-moves", "2"]
+    run(1, *flags)
+    answers = [json.loads(line) for line in open(out / "answers.jsonl")]
+    seen = [ast.literal_eval(line) for line in open(prompts)]  # what the policy was asked to continue, in order
+    good = cudal1.format_answer(RELU)
+    assert len(answers) == len(seen) == 8
+    for i in range(0, 8, 4):
+        group = answers[i:i + 4]
+        path = str(out / "fresh" / group[0]["task"])
+        source, meta = cudal1.read(path), json.load(open(path[:-3] + ".json"))
+        first = {m: cudal1.format_answer(cudal1.inherit_constructor(sol, source)).split("\n", 2)[1].split()[:3]
+                 for m, sol in teacher.solutions(source, meta)}
+        moves = list(first)
+        assert [a["opened"] for a in group] == [None, None, moves[0], moves[1 % len(moves)]], (group, moves)
+        assert all(a["text"] == good for a in group[:2]) and seen[i] == seen[i + 1]  # the task's prompt alone
+        for j, a in enumerate(group[2:], 2):  # the opening, then what the (fake) policy wrote after it
+            opening = "## Performance Analysis\n" + " ".join(first[a["opened"]])
+            assert a["text"] == opening + good and seen[i + j] == seen[i] + opening, (a, seen[i + j][-200:])
+    for bad in (["--explore-moves", "5"], ["--rl-tasks", "level1/19_ReLU.py"]):  # refused, in one line
+        p = subprocess.run([sys.executable, os.path.join(ROOT, "train_rl.py"), "--init", str(tmp_path / "sft"),
+                            "--out", str(tmp_path / "refused"), "--device", "cpu", *flags, *bad],
+                           cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert p.returncode != 0 and "--explore-moves" in p.stderr.strip().splitlines()[-1], p.stderr[-2000:]
 
 
 def test_rl_steps_on_cpu_with_the_real_judge(tmp_path):
