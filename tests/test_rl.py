@@ -822,6 +822,22 @@ def test_rl_report_counts_the_groups_that_offer_a_choice_of_move(tmp_path):
     out, _ = report_on_a_fresh_task(tmp_path, rows)
     row = next(line for line in out.splitlines() if line.startswith("| contrastive seed 1 | 2 |"))
     assert row.endswith(" | 100% | 1 (1 / 0) | 13 | 100% | +0.76 | 31% (100%) | 60% | 3 (1 / 1) |"), row
+    assert "| opening |" not in out  # no answer was given an opening (--explore-moves)
+
+
+def test_rl_report_reads_answers_given_an_opening_apart(tmp_path):
+    """Openings: answers given a move's first words (train_rl.py --explore-moves), by move, beside those the
+    policy began: answers, correct, mean reward, how many were pushed up."""
+    def rows(key, own, other):
+        row = lambda step, status, reward, adv, opened: dict(step=step, task=key, reward=reward, adv=adv,
+                                                             status=status, text=own, opened=opened)
+        return [row(0, "ok", 0.5, 0.5, None), row(0, "ok", 0.25, 0.0, None), row(0, "ok", 1.0, 1.0, "merge_affine"),
+                row(1, "incorrect", -2.0, 0.0, "merge_affine"), row(1, "ok", 0.5, 0.0, None)]
+    out, _ = report_on_a_fresh_task(tmp_path, rows)
+    lines = out.splitlines()
+    start = lines.index("| run | opening | answers | correct | reward | pushed |") + 2
+    assert lines[start:start + 2] == ["| contrastive seed 1 | (none: the policy began) | 3 | 100% | +0.42 | 1 |",
+                                      "| contrastive seed 1 | merge_affine | 2 | 50% | -0.50 | 1 |"], lines[start:]
 
 
 def test_rl_report_by_move_gives_each_moves_reward_and_advantage(tmp_path):
