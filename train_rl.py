@@ -515,8 +515,9 @@ def opened(task, step):
     """A group's G answers' openings: None for those sampled as they come, then --explore-moves (move, ids)
     of its task's moves in turn, going on from where its last visit stopped (a function of the step, so a
     resumed run gives the same)."""
-    o = opens.get(task) or []
-    k = args.explore_moves if o else 0
+    o, k = opens.get(task), args.explore_moves
+    if not o:  # off, or a task whose teacher writes no move: every answer as the policy comes
+        return [None] * G
     visits = sum(t == task for s in range(step) for t in step_tasks(s))
     return [None] * (G - k) + [o[(visits * k + i) % len(o)] for i in range(k)]
 
@@ -635,7 +636,7 @@ def write_candidate(a, step):
     with open(path, "w") as f:
         f.write(f'"""{analysis}\n"""\n{a["source"]}')
     with open(path[:-3] + ".json", "w") as f:
-        json.dump(dict(step=step, task=key[a["task"]], record=a["record"], opened=a.get("opened")), f, indent=1)
+        json.dump(dict(step=step, task=key[a["task"]], record=a["record"], opened=a["opened"]), f, indent=1)
 
 
 def save():
@@ -749,7 +750,7 @@ def log_step(step, answers, rejudged, n_shown, loss, times):
             f.writelines(json.dumps(dict(step=step, task=key[a["task"]], reward=a["reward"], adv=round(a["adv"], 4),
                                          known=a["known"], status=a["record"]["status"],
                                          message=a["record"].get("message"), stopped=a["stopped"],
-                                         opened=a.get("opened"), text=a["text"])) + "\n"
+                                         opened=a["opened"], text=a["text"])) + "\n"
                          for a in answers)
         if rejudged:
             with open(os.path.join(args.out, "rejudged.jsonl"), "a") as f:

@@ -218,9 +218,8 @@ def choices(groups, known):
         for a, m in zip(g, moves):
             if m != "other":
                 push[m] += a["adv"]
-        top = max(push.values())
-        n, right, wrong = n + 1, right + (top > 0 and max(push[m] for m in best) == top), \
-            wrong + (top > 0 and max(push[m] for m in best) < top)
+        top, best_push = max(push.values()), max(push[m] for m in best)
+        n, right, wrong = n + 1, right + (top > 0 and best_push == top), wrong + (top > 0 and best_push < top)
     return n, right, wrong
 
 
@@ -394,8 +393,9 @@ md += ["Constant outputs: parsed answers of the second half whose code writes it
        "nothing; gain: some new answer beat eager); in brackets the distinct parsed codes per group "
        "(cudal1.same_code).", "",
        "Known code: answers whose code the run's bank already held (the task's reference, a seed's, or any earlier "
-       "parsed answer of the run to the task, failing ones too, by cudal1.same_code). They earn no advantage, so once a run's answers are mostly known code its "
-       "groups lose their signal and the update has little left to learn from.", ""]
+       "parsed answer of the run to the task, failing ones too, by cudal1.same_code). They earn no advantage, so "
+       "once a run's answers are mostly known code its groups lose their signal and the update has little left "
+       "to learn from.", ""]
 held = [r for r in runs if r["held"]]
 if held:  # the split no training input touches, measured before the first update and during the run
     groups = [g for g in held[0]["held"][0]["stats"] if all(g in h["stats"] for r in held for h in r["held"])]
