@@ -218,31 +218,39 @@ def test_level2_vs_library_judges_the_policy_beside_every_library_file(tmp_path)
     assert level2_vs_library.main([str(tmp_path / "a"), str(tmp_path / "b"), "--kernels", str(tmp_path / "kernels"),
                                    "--device", "cpu", "--time-budget", "0.05", "--out", str(out)]) == 0
     row = next(line for line in out.read_text().splitlines() if line.startswith("| 59_"))
-    lib, mine, ratio = row.split(" | ")[1:4]
+    lib, mine, lib_again, mine_again, ratio = row.split(" | ")[1:6]
     assert lib.endswith("(59_Matmul_Swish_Scaling.v2.py)")  # NAME.py failed: not the best
     assert "a step 3 attempt 2" in mine
-    assert float(ratio) > 0 and " ms (" in lib and " ms (" in mine
+    assert float(ratio) > 0 and "x (" in lib_again and "x (" in mine_again  # read again: median (slowest-fastest)
+    records = [json.loads(line) for line in (tmp_path / "vs.jsonl").read_text().splitlines()]
+    assert len(records) == 3 + 2 * 5  # two library files and the answer, then each side's fastest 5 times
+    assert sum(r["reread"] for r in records) == 10 and {r["side"] for r in records if r["reread"]} == {"library", "policy"}
 
 
 def test_level2_vs_library_verdict():
-    """Beaten only where both sides have a correct reading and the library's time is BEAT times the policy's."""
+    """Beaten only where both sides' re-readings all pass, the policy's median speedup is BEAT times the
+    library's and its slowest reading beats the library's fastest; each side's best is its highest speedup."""
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     import level2_vs_library as vs
-    ok = lambda ms: dict(correct=True, status="ok", sol_ms=ms)
-    assert vs.verdict(ok(1.06), ok(1.0)) == (pytest.approx(1.06), "yes")
-    assert vs.verdict(ok(1.05), ok(1.0))[1] == "no" and vs.verdict(ok(1.0), ok(2.0))[1] == "no"
-    assert vs.verdict(dict(correct=False, status="incorrect"), ok(1.0)) == (None, "no library reading")
-    assert vs.verdict(None, ok(1.0)) == (None, "no library reading")
-    assert vs.verdict(ok(1.0), dict(correct=False, status="incorrect"))[0] is None
-    # fastest: a failure first is passed over for any pass; with none passing, the first failure shows
-    fail, slow, quick = (dict(correct=False, status="incorrect"), "f"), (ok(2.0), "s"), (ok(1.0), "q")
+    ok = lambda *xs: [dict(correct=True, status="ok", speedup=x) for x in xs]
+    assert vs.verdict(ok(1.0, 1.0, 1.0), ok(1.06, 1.07, 1.1)) == (pytest.approx(1.07), "yes")
+    assert vs.verdict(ok(1.0, 1.0, 1.0), ok(1.05, 1.05, 1.05))[1] == "no"  # under BEAT
+    assert vs.verdict(ok(1.0, 1.0, 1.1), ok(1.06, 1.2, 1.3))[1] == "no"  # the medians far apart, the ranges overlap
+    assert vs.verdict(ok(2.0), ok(1.0))[1] == "no"
+    failed = [dict(correct=False, status="incorrect")]
+    assert vs.verdict(ok(1.0) + failed, ok(2.0)) == (None, "no library reading")
+    assert vs.verdict(None, ok(2.0)) == (None, "no library reading")
+    assert vs.verdict(ok(1.0), ok(2.0, 2.0) + failed)[0] is None  # an answer that fails once is not correct
+    # fastest: by speedup (a worker's times move together); a failure first is passed over for any pass
+    fail, slow, quick = (failed[0], "f"), (ok(1.5)[0], "s"), (ok(3.0)[0], "q")
     assert vs.fastest([fail, slow, quick])[1] == "q" and vs.fastest([fail])[1] == "f"
     assert vs.fastest([]) == (None, "no file")
 
 
 def test_level2_vs_library_prints_each_beaten_tasks_own_answer(tmp_path, monkeypatch):
     """Two tasks answered at the same run, step and attempt (their 'where' alike), both beaten by a faked
-    judge (the library 2 ms, the policy 1 ms): each task's section shows its own answer's code."""
+    judge (the library 1.0x, the policy 2.0x, every reading): each task's section shows its own answer's code,
+    and each side's fastest is read again --readings times."""
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     import json
     import level2_vs_library
@@ -255,14 +263,17 @@ def test_level2_vs_library_prints_each_beaten_tasks_own_answer(tmp_path, monkeyp
         json.dumps(dict(step=3, task=f"kernelbench/level2/{n}", attempt=1, status="ok", speedup=1.5,
                         source=f"# the answer to {n}\n")) + "\n" for n in names))
 
+    calls = []
+
     def judge_many(pairs, **kw):
-        return [dict(correct=True, status="ok", sol_ms=2.0 if "library" in src else 1.0,
-                     speedup=1.0 if "library" in src else 2.0) for _, src in pairs]
+        calls.append(pairs)
+        return [dict(correct=True, status="ok", speedup=2.0 if "# the answer" in src else 1.0) for _, src in pairs]
     monkeypatch.setattr(level2_vs_library.evaluate, "judge_many", judge_many)
     out = tmp_path / "vs.md"
     assert level2_vs_library.main([str(tmp_path / "run"), "--kernels", str(tmp_path / "kernels"), "--device", "cpu",
-                                   "--out", str(out)]) == 0
+                                   "--readings", "3", "--out", str(out)]) == 0
     text = out.read_text()
-    assert "the widest A/A reading): 2 of 2**" in text
+    assert "library's fastest): 2 of 2**" in text
+    assert [len(c) for c in calls] == [4, 2 * 2 * 3] and calls[1][0][1].endswith("# reading 1\n")
     for n in names:
         assert f"## {n}: the policy's answer\n\n```python\n# the answer to {n}\n```" in text, text
