@@ -888,8 +888,7 @@ def answer_logprobs(model, prompt, answers, temperature=1.0, top_k=0, top_p=1.0)
     t = targets.flatten().clamp(min=0)[:, None]  # (G*L, 1)
     temperature = temperature or 1.0
     kept = filter_logits(logits, temperature, top_k, top_p)
-    # a sampled token is in the kept set, up to rounding between the bf16 sampler and this pass: keep it (and
-    # a given one, an --explore-moves opening, is scored wherever it falls)
+    # a sampled token is in the kept set, up to rounding between the bf16 sampler and this pass: keep it
     kept = kept.scatter(-1, t, (logits / temperature).gather(-1, t))
     logp = kept.log_softmax(-1).gather(-1, t).view(G, L)
     mask = (targets != -1).float()
@@ -1590,9 +1589,7 @@ def pg_loss(logp, mask, adv):
     baseline, the same gradient in its simplest form. Sampling and judging cost far more than a
     gradient step, so reusing a batch for several steps buys little. No KL term to the stage-2
     policy either: add one (or the clip, with several steps per batch) when a measurement shows the
-    policy drifting. One exception: with train_rl.py --explore-moves an answer's first words were
-    given, not sampled, and are scored as if they were (off-policy for those tokens; never pushed
-    down, as that flag takes --advantage gain only).
+    policy drifting.
     """
     mask = mask.to(logp.dtype)
     return -(adv[:, None].to(logp.dtype) * logp * mask).sum() / mask.sum().clamp(min=1)

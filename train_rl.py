@@ -66,12 +66,6 @@ parser.add_argument("--rl-task-count", type=int, default=-1, help="'fresh' takes
 parser.add_argument("--plain", action="store_true", help="plain prompts, no exemplars: the paper's ablation")
 parser.add_argument("--tasks-per-step", type=int, default=-1, help="tasks per step, over all ranks; -1: device default")
 parser.add_argument("--num-samples", type=int, default=-1, help="G, answers per task per step; -1: device default")
-parser.add_argument("--explore-moves", type=int, default=0, help="the last K of each group's G answers start "
-                    "with the heading and first words of the teacher's answer of one of the task's moves (a move "
-                    "per answer, in turn over the task's visits) and the policy writes the rest of the answer, so "
-                    "a group holds moves the update can choose between; the given words are trained as if "
-                    "sampled (off-policy for them). 'fresh' tasks (the training split) with --advantage gain, "
-                    "which pushes nothing down; a task whose teacher writes no move gets none. 0: off")
 parser.add_argument("--max-new-tokens", type=int, default=-1, help="answer length cap; -1: device default; 0: what the "
                     "block size leaves")
 parser.add_argument("--temperature", type=float, default=0.8, help="as stage 2; 0: greedy (a group of G equal answers)")
@@ -206,11 +200,6 @@ os.makedirs(args.out, exist_ok=True)
 G = args.num_samples
 if G < 2:
     raise SystemExit("--num-samples must be at least 2: advantages compare answers within a task's group")
-if not 0 <= args.explore_moves <= G:
-    raise SystemExit(f"--explore-moves {args.explore_moves}: must be 0 to G={G}")
-if args.explore_moves and (args.rl_tasks != "fresh" or args.advantage != "gain"):
-    raise SystemExit(f"--explore-moves needs --rl-tasks fresh and --advantage gain (got --rl-tasks {args.rl_tasks}, "
-                     f"--advantage {args.advantage}): given words are never pushed down")
 
 
 read = cudal1.read
@@ -496,35 +485,6 @@ def step_tasks(step):
     return out
 
 
-OPEN_WORDS = 3  # an opening's words after the heading: enough to name its move (bench/move_dose.named reads 2)
-
-
-def openings(task):
-    """(move, ids of the answer's heading and the first OPEN_WORDS words of the teacher's answer of that
-    move) for each move the teacher writes for a fresh task (--explore-moves)."""
-    from kernelbench import teacher
-    source, meta = read(task), json.load(open(task[:-3] + ".json"))
-    out = []
-    for move, solution in teacher.solutions(source, meta):
-        heading, first = cudal1.format_answer(cudal1.inherit_constructor(solution, source)).split("\n", 2)[:2]
-        out.append((move, tok.encode(heading + "\n" + " ".join(first.split()[:OPEN_WORDS]))))
-    return out
-
-
-def opened(task, step):
-    """A group's G answers' openings: None for those sampled as they come, then --explore-moves (move, ids)
-    of its task's moves in turn, going on from where its last visit stopped (a function of the step, so a
-    resumed run gives the same)."""
-    o, k = opens.get(task), args.explore_moves
-    if not o:  # off, or a task whose teacher writes no move: every answer as the policy comes
-        return [None] * G
-    visits = sum(t == task for s in range(step) for t in step_tasks(s))
-    return [None] * (G - k) + [o[(visits * k + i) % len(o)] for i in range(k)]
-
-
-opens = {t: openings(t) for t in tasks} if args.explore_moves else {}
-
-
 def make_prompt(task, rng):
     """(prompt ids, how many exemplars it shows): plain, or the task with up to --exemplars earlier correct
     solutions drawn from the bank; the slowest is dropped first while the prompt is too long."""
@@ -546,13 +506,13 @@ def judge(groups):
     answers = []
     for g in groups:
         task_source = read(g["task"])
-        for row, move in zip(g["rows"], g["opened"]):
+        for row in g["rows"]:
             text = tok.decode(row)
             source, reason = cudal1.parse_answer(text)
             if source is not None:  # one form for a restated constructor, so a copy of a seed is one
                 source = cudal1.inherit_constructor(source, task_source)
             answers.append(dict(task=g["task"], text=text, source=source, stopped=row[-1:] == [tok.end_id],
-                                opened=move, record=evaluate.record("parse_error", reason)))
+                                record=evaluate.record("parse_error", reason)))
     # Code the bank has measured keeps that record: judged once in a run, not once a step. It earns no
     # advantage (known code), and a second noisy reading could only flatter its task's best.
     # (task, same code) -> its first judgement's verdict, without the timings this step's judging did not spend
@@ -636,7 +596,7 @@ def write_candidate(a, step):
     with open(path, "w") as f:
         f.write(f'"""{analysis}\n"""\n{a["source"]}')
     with open(path[:-3] + ".json", "w") as f:
-        json.dump(dict(step=step, task=key[a["task"]], record=a["record"], opened=a["opened"]), f, indent=1)
+        json.dump(dict(step=step, task=key[a["task"]], record=a["record"]), f, indent=1)
 
 
 def save():
@@ -652,19 +612,10 @@ def sample(step):
     gen = torch.Generator(device).manual_seed(args.seed * 1_000_003 + step * 1000 + rank)
     mine = step_tasks(step)[rank::world]
     prompts = [make_prompt(task, rng) for task in mine]  # (ids, n_shown) per task
-    starts = [opened(task, step) for task in mine]  # per task, G openings (None: as the policy comes)
-    settings = (args.max_new_tokens or cfg.block_size, args.temperature, args.top_k, args.top_p, gen, tok.end_id,
-                bool(args.cuda_graphs))
-    policy = cudal1.sampling_model(model, dtype)
-    if not any(o for group in starts for o in group):  # (a rank may have no task this step: no prompts)
-        rows = cudal1.generate(policy, [ids for ids, _ in prompts], G, *settings) if prompts else []
-    else:  # an answer per prompt, those with an opening prompted with it; the opening is part of the answer
-        flat = cudal1.generate(policy, [ids + (o[1] if o else []) for (ids, _), group in zip(prompts, starts)
-                                        for o in group], 1, *settings)
-        rows = [[(o[1] if o else []) + a[0] for o, a in zip(group, flat[i * G:(i + 1) * G])]
-                for i, group in enumerate(starts)]
-    return [dict(task=task, prompt=ids, rows=r, n_shown=n, opened=[o and o[0] for o in group])
-            for task, (ids, n), r, group in zip(mine, prompts, rows, starts)]
+    rows = cudal1.generate(cudal1.sampling_model(model, dtype), [ids for ids, _ in prompts], G,
+                           args.max_new_tokens or cfg.block_size, args.temperature, args.top_k, args.top_p,
+                           gen, tok.end_id, bool(args.cuda_graphs)) if prompts else []  # a rank may have no task
+    return [dict(task=task, prompt=ids, rows=r, n_shown=n) for task, (ids, n), r in zip(mine, prompts, rows)]
 
 
 def share(answers, rejudged, n_shown):
@@ -707,7 +658,6 @@ def log_step(step, answers, rejudged, n_shown, loss, times):
     parsed = sum(a["source"] is not None for a in answers) / n
     compiled = sum(r["status"] not in ("parse_error", "compile_error", "skipped") for r in recs) / n
     correct = sum(bool(r["correct"]) for r in recs) / n
-    free = [a["record"] for a in answers if not a["opened"]]  # --explore-moves: those the policy began itself
     # best found by RL so far: its own code only (a copy of a seeded solution is not counted)
     best = {key[t]: max((e["record"]["speedup"] for e in bank.found(key[t])), default=None) for t in tasks}
     good = [a for a in answers if a["record"]["correct"]]
@@ -723,7 +673,6 @@ def log_step(step, answers, rejudged, n_shown, loss, times):
                 composed=sum(len(cudal1.moves_shown(a["source"])) >= 2 for a in good) / max(1, len(good)),
                 exemplars=statistics.mean(n_shown) if n_shown else 0, best=best, rejudged=len(rejudged),
                 signal=signal, distinct=distinct,  # groups with a learning signal; parsed codes per group
-                opened=1 - len(free) / n, correct_free=sum(bool(r["correct"]) for r in free) / max(1, len(free)),
                 statuses=dict(Counter(r["status"] for r in recs)),
                 rejects=dict(Counter(r["message"] for r in recs if r["status"] == "parse_error").most_common(3)),
                 sample_s=round(t1 - t0, 1), judge_s=round(t2 - t1, 1), train_s=round(t3 - t2, 1),
@@ -737,8 +686,7 @@ def log_step(step, answers, rejudged, n_shown, loss, times):
     in_step = sorted({key[t] for t in step_tasks(step)})
     bests = " ".join(f"{k.split('/')[1][:-3][:12]} {'-' if best[k] is None else f'{best[k]:.2f}x'}" for k in in_step)
     say(f"step {step + 1:4d}/{args.steps} | reward mean {line['reward_mean']:+.2f} max {line['reward_max']:+.2f} | "
-        f"parse {parsed:.0%} compile {compiled:.0%} correct {correct:.0%} ({copied:.0%} copies"
-        + (f"; {line['correct_free']:.0%} of those not given an opening" if len(free) < n else "") + ") | "
+        f"parse {parsed:.0%} compile {compiled:.0%} correct {correct:.0%} ({copied:.0%} copies) | "
         f"{signal:.0%} of groups with a signal, {distinct:.1f} codes each | best {bests} | "
         f"sample {t1 - t0:.0f}s judge {t2 - t1:.0f}s (GPU {line['judge_gpu_s']:.0f}s, slowest build "
         f"{line['judge_build_s']:.0f}s) train {t3 - t2:.0f}s"
@@ -749,8 +697,7 @@ def log_step(step, answers, rejudged, n_shown, loss, times):
         with open(answers_path, "a") as f:  # every answer, for reading what the policy writes
             f.writelines(json.dumps(dict(step=step, task=key[a["task"]], reward=a["reward"], adv=round(a["adv"], 4),
                                          known=a["known"], status=a["record"]["status"],
-                                         message=a["record"].get("message"), stopped=a["stopped"],
-                                         opened=a["opened"], text=a["text"])) + "\n"
+                                         message=a["record"].get("message"), stopped=a["stopped"], text=a["text"])) + "\n"
                          for a in answers)
         if rejudged:
             with open(os.path.join(args.out, "rejudged.jsonl"), "a") as f:

@@ -367,20 +367,6 @@ if all(r["sampled"] for r in runs):
                "|---|---|---|---|---|---|---|---|---|---|"]
         md += [f"| {r['name']} | {m} | {cells} |" for r in runs
                for m, cells in by_move(r["sampled"], steps, known, r["admits"])] + [""]
-    if any(a.get("opened") for r in runs for a in r["sampled"]):
-        md += ["Openings (train_rl.py --explore-moves): training answers of the compared steps given the first "
-               "words of a move's teacher answer, by that move, against those the policy began itself: answers, "
-               "correct, mean reward, and how many were pushed up (a positive applied advantage: new code faster "
-               "than eager).", "",
-               "| run | opening | answers | correct | reward | pushed |", "|---|---|---|---|---|---|"]
-        for r in runs:
-            xs = [a for a in r["sampled"] if a["step"] < steps]
-            for move in sorted({a.get("opened") for a in xs}, key=lambda m: (m is not None, m or "")):
-                ys = [a for a in xs if a.get("opened") == move]
-                md.append(f"| {r['name']} | {move or '(none: the policy began)'} | {len(ys)} | "
-                          f"{sum(a['status'] == 'ok' for a in ys) / len(ys):.0%} | "
-                          f"{statistics.mean(a['reward'] for a in ys):+.2f} | {sum(a['adv'] > 0 for a in ys)} |")
-        md.append("")
 md += ["Constant outputs: parsed answers of the second half whose code writes its output with torch.full "
        "(the constant_output move's mark), and how many of them the judge passed: the move applies to few "
        "tasks, so a high share with none correct is a policy claiming it where it does not hold.", "",

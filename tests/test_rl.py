@@ -1,5 +1,4 @@
 """Stage 3 (contrastive RL): the math by hand, the bank on disk, and train_rl.py end to end on the CPU."""
-import ast
 import json
 import os
 import random
@@ -204,9 +203,6 @@ def fake_generate(model, batch, num_samples=1, max_new_tokens=512, temperature=1
         f.writelines(repr(tok.decode(p)) + "\\n" for p in batch)
     with open({prompts!r} + ".temperature", "a") as f:  # one line per call
         f.write(str(temperature) + "\\n")
-    if {echo!r}:  # GOOD, with a comment naming the end of the prompt it answers
-        return [[tok.encode_answer(GOOD.replace("clamp_min(0)", "clamp_min(0)  # " + repr(tok.decode(p)[-40:])))]
-                for p in batch]
     return [[tok.encode_answer(BAD if i % 2 else GOOD2 if i % 4 == 2 else GOOD) for i in range(num_samples)] for p in batch]
 
 cudal1.generate = fake_generate
@@ -227,16 +223,15 @@ runpy.run_path(os.path.join({root!r}, "train_rl.py"), run_name="__main__")
 '''
 
 
-def rl_runner(tmp_path, fake_judge=False, echo=False):
-    """(run(steps, *flags) -> CompletedProcess or Popen, out dir, prompts file) on a tiny fresh model; echo:
-    one answer per prompt, naming the prompt's end."""
+def rl_runner(tmp_path, fake_judge=False):
+    """(run(steps, *flags) -> CompletedProcess or Popen, out dir, prompts file) on a tiny fresh model."""
     tok = cudal1.Tokenizer()  # bytes only: the fake answers encode exactly
     cfg = cudal1.Config(vocab_size=tok.vocab_size, block_size=2048, n_layer=1, n_head=2, n_kv_head=2, n_embd=32, n_hidden=64)
     torch.manual_seed(0)
     cudal1.save_checkpoint(str(tmp_path / "sft"), cudal1.Transformer(cfg), tok, {"step": 0, "round": 1})
     prompts = str(tmp_path / "prompts.txt")
     driver = tmp_path / "driver.py"
-    driver.write_text(DRIVER.format(root=ROOT, prompts=prompts, relu=RELU, bad=BAD, fake_judge=fake_judge, echo=echo))
+    driver.write_text(DRIVER.format(root=ROOT, prompts=prompts, relu=RELU, bad=BAD, fake_judge=fake_judge))
     out = tmp_path / "rl"
 
     def run(steps, *flags, wait=True):
@@ -262,44 +257,6 @@ def objective(ckpt, prompts_file):
     with torch.no_grad():
         logp, mask = cudal1.answer_logprobs(model, prompt, rows)
     return cudal1.pg_loss(logp, mask, torch.tensor([1.0, -1.0])).item()
-
-
-def test_explore_moves_opens_answers_with_the_teachers_first_words(tmp_path):
-    """--explore-moves K: the last K answers of each group are prompted with the heading and first words of
-    the teacher's answer of one of the task's moves, in turn over the task's visits, and that opening is
-    part of the answer (the text judged, the tokens the update scores); answers.jsonl names the move. The
-    others are sampled as they come. Refused outside 0..G, --rl-tasks fresh and --advantage gain."""
-    from kernelbench import teacher
-    run, out, prompts = rl_runner(tmp_path, echo=True)
-    flags = ["--rl-tasks", "fresh", "--rl-task-count", "2", "--tasks-per-step", "2", "--num-samples", "4",
-             "--min-answer-tokens", "64", "--advantage", "gain", "--explore-moves", "1"]
-    run(2, *flags)
-    answers = [json.loads(line) for line in open(out / "answers.jsonl")]
-    seen = [ast.literal_eval(line) for line in open(prompts)]  # what the policy was asked to continue, in order
-    good = cudal1.format_answer(RELU)
-    assert len(answers) == len(seen) == 16
-    visits = {}
-    for i in range(0, 16, 4):  # 2 steps of 2 tasks, both tasks at both steps
-        group, task = answers[i:i + 4], answers[i]["task"]
-        path = str(out / "fresh" / task)
-        source, meta = cudal1.read(path), json.load(open(path[:-3] + ".json"))
-        first = {m: cudal1.format_answer(cudal1.inherit_constructor(sol, source)).split("\n", 2)[1].split()[:3]
-                 for m, sol in teacher.solutions(source, meta)}
-        moves, v = list(first), visits.setdefault(task, 0)
-        visits[task] += 1
-        assert [a["opened"] for a in group] == [None] * 3 + [moves[v % len(moves)]], (group, moves, v)
-        for j, a in enumerate(group):  # the opening (if any), then what the (fake) policy wrote after the prompt
-            opening = "## Performance Analysis\n" + " ".join(first[a["opened"]]) if a["opened"] else ""
-            assert seen[i + j] == seen[i] + opening, (a, seen[i + j][-200:])
-            echo = good.replace("clamp_min(0)", "clamp_min(0)  # " + repr(seen[i + j][-40:]))
-            assert a["text"] == opening + echo and a["task"] == task, (a["text"][:300], seen[i + j][-40:])
-    assert sorted(visits.values()) == [2, 2]
-    for bad in (["--explore-moves", "5"], ["--explore-moves", "-1"], ["--rl-tasks", "level1/19_ReLU.py"],
-                ["--advantage", "group"]):  # refused, in one line that names the flag
-        p = subprocess.run([sys.executable, os.path.join(ROOT, "train_rl.py"), "--init", str(tmp_path / "sft"),
-                            "--out", str(tmp_path / "refused"), "--device", "cpu", *flags, *bad],
-                           cwd=ROOT, capture_output=True, text=True, timeout=120)
-        assert p.returncode != 0 and "--explore-moves" in p.stderr.strip().splitlines()[-1], p.stderr[-2000:]
 
 
 def test_rl_steps_on_cpu_with_the_real_judge(tmp_path):
@@ -822,22 +779,6 @@ def test_rl_report_counts_the_groups_that_offer_a_choice_of_move(tmp_path):
     out, _ = report_on_a_fresh_task(tmp_path, rows)
     row = next(line for line in out.splitlines() if line.startswith("| contrastive seed 1 | 2 |"))
     assert row.endswith(" | 100% | 1 (1 / 0) | 13 | 100% | +0.76 | 31% (100%) | 60% | 3 (1 / 1) |"), row
-    assert "| opening |" not in out  # no answer was given an opening (--explore-moves)
-
-
-def test_rl_report_reads_answers_given_an_opening_apart(tmp_path):
-    """Openings: answers given a move's first words (train_rl.py --explore-moves), by move, beside those the
-    policy began: answers, correct, mean reward, how many were pushed up."""
-    def rows(key, own, other):
-        row = lambda step, status, reward, adv, opened: dict(step=step, task=key, reward=reward, adv=adv,
-                                                             status=status, text=own, opened=opened)
-        return [row(0, "ok", 0.5, 0.5, None), row(0, "ok", 0.25, 0.0, None), row(0, "ok", 1.0, 1.0, "merge_affine"),
-                row(1, "incorrect", -2.0, 0.0, "merge_affine"), row(1, "ok", 0.5, 0.0, None)]
-    out, _ = report_on_a_fresh_task(tmp_path, rows)
-    lines = out.splitlines()
-    start = lines.index("| run | opening | answers | correct | reward | pushed |") + 2
-    assert lines[start:start + 2] == ["| contrastive seed 1 | (none: the policy began) | 3 | 100% | +0.42 | 1 |",
-                                      "| contrastive seed 1 | merge_affine | 2 | 50% | -0.50 | 1 |"], lines[start:]
 
 
 def test_rl_report_by_move_gives_each_moves_reward_and_advantage(tmp_path):
