@@ -362,6 +362,22 @@ def task_sha(task):
     return hashlib.sha256(cudal1.same_code(read(task)).encode()).hexdigest()[:12]
 
 
+# A held-out line given with the run (make rl-ablation's, a carried start's) counts only for the task code it
+# was measured on: where the generator has since written a held-out task otherwise, the split is measured again.
+if master and held_groups and os.path.exists(held_answers_path):
+    now = {cudal1.held_key(t): task_sha(t) for ts in held_groups.values() for t in ts}
+    stale = sorted({k for k, sha in ((cudal1.held_key(a["task"]), a.get("task_sha")) for a in map(json.loads,
+                    open(held_answers_path))) if k in now and sha != now[k]})
+    if stale:
+        say(f"{held_path}: measured on other code of {len(stale)} held-out task(s) ({', '.join(stale[:3])}"
+            f"{', ...' if len(stale) > 3 else ''}): moved aside (*.stale.jsonl), measured again")
+        for path in (held_path, held_answers_path):
+            if os.path.exists(path):
+                os.replace(path, path[:-len(".jsonl")] + ".stale.jsonl")
+if ddp:
+    dist.barrier()
+
+
 def start_answers():
     """{held-out task: (source, record)} of the first answers in the run's step-0 held-out line
     (held_out_answers.jsonl: measured here, or given with that line by make rl-ablation), keyed by
@@ -454,7 +470,8 @@ def held_out_eval(step):
 def log_held_out(step):
     """Measure the split at `step` (updates so far): a line in held_out.jsonl, and one on screen. A line
     already there for `step` is kept, not measured again: a resumed run's checkpoint, or the policy a fresh
-    run starts from when its --out was given that line (make rl-ablation measures --init once for all runs)."""
+    run starts from when its --out was given that line (make rl-ablation measures --init once for all runs),
+    taken on the held-out task code of today's generator (a line on other code is moved aside at start)."""
     if os.path.exists(held_path) and any(json.loads(line)["step"] == step for line in open(held_path)):
         say(f"held-out at step {step}: measured already ({held_path})")
         return 0.0

@@ -115,7 +115,8 @@ print(','.join(s for _, s in best.values()))")
               --report "results/curriculum-$CARD-${SFT_TAG:-stage1}" > build/sft.log 2>&1; tail -12 build/sft.log
             test -f out/sft/report.json && touch out/sft/.complete && python3 bench/carry_checkpoint.py pack out/sft "$OUT/sft"
           fi
-          test -f out/rl-start/held_out.jsonl || python3 train_rl.py --init out/sft --out out/rl-start --steps 0 --resample 1 2>&1 | tail -4
+          # the start's line: kept where out/rl-start has one taken on today's held-out task code, else measured
+          python3 train_rl.py --init out/sft --out out/rl-start --steps 0 --resample 1 2>&1 | tail -4
           for a in ${ARMS:-contrastive-1 plain-1}; do
             arm=${a%-*}; s=${a#*-}; d=out/rl-$arm-s$s${ARM_TAG:-}  # ARM_TAG (e.g. -lr1e-4) names a variant run with RL_FLAGS
             test -f $d/log.jsonl && continue
