@@ -40,11 +40,10 @@ meta["sites"] says where each applies (indices into meta["ops"]). The moves are 
 file: the file is the prompt, and naming its moves would hand the policy the answer.
 
 How many distinct tasks (distinct = distinct cudal1.same_code(source)), counted, not estimated: seeds
-0..99,999 give 97,566 distinct tasks at cpu sizes (92,158 training, 5,408 held out) and 97,728 at
-gpu sizes (92,334 training, 5,394 held out), over ~68,740 distinct op chains
-(head and op kinds alone). The 2-3% that repeat
-are short chains on the same head and sizes (Gemm + BiasAdd at the same features); seeds 0..19,999
-give 19,844 / 19,855 (counted before tasks() skipped the ~0.4% of seeds that are degenerate).
+0..99,999 give 99,255 distinct tasks at cpu sizes (93,836 training, 5,419 held out) and 99,308 at
+gpu sizes (93,903 training, 5,405 held out), over ~68,740 distinct op chains
+(head and op kinds alone); 97,566 and 97,728 before reductions were spelt several ways (_spell). The
+~1% that repeat are short chains on the same head and sizes (Gemm + BiasAdd at the same features).
 tests/test_generate.py checks that 3,000 seeds give >= 2,985 distinct tasks.
 
 The held-out split is cudal1.held_out: a task whose set of moves is one of cudal1.HELD_OUT_MOVES.
@@ -451,6 +450,7 @@ def draw(seed, size="gpu"):
         spec["ops"].append(op)
         state = new
     _name(spec)
+    _spell(spec)
     return spec
 
 
@@ -470,6 +470,21 @@ def _name(spec):
         names = CONST_NAMES.get(op.get("token") if op["kind"] == "mul_const" else op["kind"])
         if names:
             op["names"] = rng.choice(names)
+
+
+def _spell(spec):
+    """How some ops' lines are spelt, drawn from a generator of their own as names are (a seed's ops,
+    shapes, moves and names stay): the same ATen kernels, written the ways KernelBench's tasks write
+    them: a method or a function, dims as a tuple or a list, `.values` or `[0]`. With one spelling per
+    op the H100 policy met level-2 lines it had never read (`x.mean(dim=[1, 2, 3, 4])`,
+    `torch.min(x, dim=1, keepdim=True).values`): 7 of its 16 level-2 failures were on the 9 tasks with
+    a line the generator never wrote. The first spelling is the one every task had before. Not drawn
+    for min/max against a constant: level 2's `torch.min(x, torch.tensor(c))` runs another kernel than
+    the clamp, so the teacher's measured speedups would no longer be its task's."""
+    rng = random.Random(f"spellings {spec['seed']}")
+    for op in spec["ops"]:
+        if op["kind"] in ("logsumexp", "sum", "mean", "max", "global_avg_pool"):
+            op["spell"] = dict(method=rng.random() < 0.5, list_dims=rng.random() < 0.5, values=rng.random() < 0.5)
 
 
 # -----------------------------------------------------------------------------
@@ -652,15 +667,21 @@ def _render_reduction(op, s, after, const):
     shape_note = f"  # {_fmt(after['shape'])}" if after["shape"] != s["shape"] else ""
     if k == "softmax":
         return [], f"x = torch.softmax(x, dim={op['dim']})", f"softmax over dim {op['dim']}"
+    spell = op.get("spell", {})  # _spell's draw; a spec without one (a test's) spells as before
+
+    def call(fn, dims, keepdim, one=True):  # torch.fn(x, dim=...) or x.fn(dim=...), dims as a tuple or a list
+        dims = dims[0] if one and len(dims) == 1 else list(dims) if spell.get("list_dims") else tuple(dims)
+        args = f"dim={dims}, keepdim={keepdim}"
+        return f"x.{fn}({args})" if spell.get("method") else f"torch.{fn}(x, {args})"
     if k in ("logsumexp", "sum", "mean", "max"):
-        dims = op["dims"][0] if len(op["dims"]) == 1 else op["dims"]
-        if k == "max" and len(op["dims"]) == 1:
-            line = f"x = torch.max(x, dim={dims}, keepdim={op['keepdim']})[0]{shape_note}"
+        if k == "max" and len(op["dims"]) == 1:  # max over one dim gives (values, indices)
+            line = f"x = {call('max', op['dims'], op['keepdim'])}{'.values' if spell.get('values') else '[0]'}"
         else:
-            line = f"x = torch.{'amax' if k == 'max' else k}(x, dim={dims}, keepdim={op['keepdim']}){shape_note}"
-        return [], line, f"{k} over {f'dim {dims}' if len(op['dims']) == 1 else 'the spatial dims'}"
+            line = f"x = {call('amax' if k == 'max' else k, op['dims'], op['keepdim'])}"
+        dims = op["dims"][0]
+        return [], line + shape_note, f"{k} over {f'dim {dims}' if len(op['dims']) == 1 else 'the spatial dims'}"
     if k == "global_avg_pool":
-        return ([], f"x = torch.mean(x, dim={tuple(range(2, rank))}, keepdim=True){shape_note}  # global average pool",
+        return ([], f"x = {call('mean', range(2, rank), True, one=False)}{shape_note}  # global average pool",
                 "global average pool")
     if k in ("max_pool", "avg_pool"):
         name = const("pool_kernel_size", op["k"])

@@ -1,5 +1,7 @@
 """kernelbench/generate.py: deterministic, mostly distinct, every task runs, and every move it
 declares holds, checked by applying the move on the CPU and comparing outputs."""
+import hashlib
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -236,3 +238,34 @@ def test_a_norm_of_a_constant_is_degenerate_and_never_drawn_into_a_task_list(tmp
     assert any(op["kind"] in gen.NORMS and states[i]["const"] for i, op in enumerate(spec["ops"]))
     kept = gen.tasks(300, 10, "cpu", split="all")
     assert 305 not in [m["seed"] for _, _, m in kept] and len(kept) == 10
+
+
+def test_spellings_vary_and_compute_the_same(tmp_path):
+    """_spell draws a method or a function, dims as a list or a tuple, and .values or [0], from a generator
+    of its own: every spelling occurs, a seed's ops, names and moves are those its first spelling gives,
+    and a spelt task computes what its first spelling does."""
+    seen, checked = set(), 0
+    for seed in range(400):
+        spec = gen.draw(seed, "cpu")
+        spelt = [op for op in spec["ops"] if op.get("spell")]
+        if not spelt:
+            continue
+        plain = dict(spec, ops=[{k: v for k, v in op.items() if k != "spell"} for op in spec["ops"]])
+        src, first = gen.render(spec), gen.render(plain)
+        for needle in ("= x.sum(", "= x.mean(", "= torch.sum(", "= torch.mean(", ".values", ")[0]", "dim=[", "dim=("):
+            seen.update({needle} if needle in src else set())
+        if src != first and checked < 6:  # a few run: the spelt and the first spelling, same parameters and input
+            a, b = load(spec, tmp_path, "_spelt"), load(plain, tmp_path, "_first")
+            xs = inputs(a, seed)
+            close(run(build(a), xs), run(build(b, like=build(a)), xs))
+            checked += 1
+    assert seen == {"= x.sum(", "= x.mean(", "= torch.sum(", "= torch.mean(", ".values", ")[0]", "dim=[", "dim=("}, seen
+    assert checked == 6
+    # without the spellings, seeds 0-199 render byte for byte as before _spell (the generator of 76b1329)
+    digest = hashlib.sha256()
+    for seed in range(200):
+        for size in ("cpu", "gpu"):
+            spec = gen.draw(seed, size)
+            digest.update(gen.render(dict(spec, ops=[{k: v for k, v in op.items() if k != "spell"}
+                                                     for op in spec["ops"]])).encode())
+    assert digest.hexdigest()[:16] == "dea775c182d37d95"
