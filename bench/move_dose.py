@@ -28,6 +28,7 @@ Nothing is saved. The 27.8M policy on a 2-core CPU: ~5 s a step, ~40 s a reading
 """
 import argparse
 import os
+import re
 import sys
 import time
 
@@ -41,8 +42,12 @@ from kernelbench import generate as gen, teacher  # noqa: E402
 
 
 def first_words(answer):
-    """The words of an answer's first line after its '## Performance Analysis' heading."""
-    return (answer.split("\n", 2)[1] if answer.startswith("## ") and "\n" in answer else answer).split()
+    """The words of an answer's first line after its '## Performance Analysis' heading, a reduction quoted
+    as generate._spell may spell it (`x.sum(dim=[2, 3], ...)`) read as its first spelling (`torch.sum(x,
+    dim=(2, 3), ...)`): a move's openers quote their task's line, and the spelling is not the move."""
+    line = answer.split("\n", 2)[1] if answer.startswith("## ") and "\n" in answer else answer
+    line = re.sub(r"\bx\.(sum|mean|amax|max|logsumexp)\(", r"torch.\1(x, ", line)
+    return re.sub(r"dim=\[([\d, ]*)\]", r"dim=(\1)", line).split()
 
 
 def openers(size, n=400):

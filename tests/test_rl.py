@@ -545,6 +545,9 @@ def test_move_dose_names_an_opening_by_its_teachers_first_line(tmp_path):
             said.append((move, move_dose.named(cudal1.format_answer(cudal1.inherit_constructor(sol, src)), known)))
     assert len({m for m, _ in said}) >= 5 and all(m == n for m, n in said), said
     assert move_dose.named("## Performance Analysis\nThe kernel is fast.", known) == "other"
+    # a reduction as generate._spell may spell it reads as its first spelling: the spelling is not the move
+    assert move_dose.first_words("## P\nFold `x.sum(dim=[2, 3], keepdim=True)` in") == \
+        move_dose.first_words("## P\nFold `torch.sum(x, dim=(2, 3), keepdim=True)` in")
 
 
 def test_held_out_line_of_the_start_is_measured_once_and_reused(tmp_path):
@@ -597,6 +600,12 @@ def test_held_out_line_of_the_start_is_measured_once_and_reused(tmp_path):
             assert "moved aside (*.stale.jsonl), measured again" in p.stdout, p.stdout
             assert [json.loads(line)["step"] for line in open(arm / "held_out.jsonl")] == [0, 1]
             assert (arm / "held_out.stale.jsonl").exists() and (arm / "held_out_answers.stale.jsonl").exists()
+            # resumed with a line on other task code: refused (its later lines are as stale, step 0 is past)
+            rows = [{**json.loads(line), "task_sha": "0" * 12} for line in open(arm / "held_out_answers.jsonl")]
+            (arm / "held_out_answers.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+            p = run(2, "--held-out-tasks", "1", "--max-new-tokens", "32", "--out", str(arm), wait=False)
+            said = p.communicate(timeout=300)[0]
+            assert p.returncode != 0 and "start a fresh --out" in said, said
             continue
         # unchanged: counted where a reading could be kept (None: nothing of the start is usable here)
         assert last.get("unchanged") == {"same": 1, "other": 0}.get(name), (name, last)
