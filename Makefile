@@ -108,7 +108,7 @@ SEEDS ?= 1
 .PHONY: rl-ablation
 rl-ablation: setup out/rl-start/held_out.jsonl
 	for s in $(SEEDS); do for arm in contrastive plain; do d=out/rl-$$arm-s$$s; mkdir -p $$d; \
-	  test -f $$d/held_out.jsonl || cp out/rl-start/held_out*.jsonl $$d/; \
+	  test -f $$d/held_out.jsonl || cp out/rl-start/held_out.jsonl out/rl-start/held_out_answers.jsonl $$d/; \
 	  $(PYTHON) train_rl.py --init out/sft --out $$d --seed $$s $$([ $$arm = plain ] && echo --plain) \
 	    --time-limit $(ABLATION_MINUTES) --held-out-every 1000 --resample 1 $(RL_FLAGS) || exit 1; done; done
 	$(PYTHON) bench/rl_report.py $(foreach s,$(SEEDS),out/rl-contrastive-s$(s) out/rl-plain-s$(s)) --out results/learning-$(or $(GPU),cpu).md

@@ -368,9 +368,12 @@ if master and held_groups and os.path.exists(held_answers_path):
     now = {cudal1.held_key(t): task_sha(t) for ts in held_groups.values() for t in ts}
     stale = sorted({k for k, sha in ((cudal1.held_key(a["task"]), a.get("task_sha")) for a in map(json.loads,
                     open(held_answers_path))) if k in now and sha != now[k]})
+    if stale and resumed:  # its later lines are as stale, and step 0 (--init) is not this checkpoint to measure
+        raise SystemExit(f"{args.out}: its held-out line was measured on other code of {len(stale)} held-out "
+                         f"task(s) than the generator writes now: start a fresh --out")
     if stale:
-        say(f"{held_path}: measured on other code of {len(stale)} held-out task(s) ({', '.join(stale[:3])}"
-            f"{', ...' if len(stale) > 3 else ''}): moved aside (*.stale.jsonl), measured again")
+        say(f"{held_path}: measured on other (or unrecorded) code of {len(stale)} held-out task(s) "
+            f"({', '.join(stale[:3])}{', ...' if len(stale) > 3 else ''}): moved aside (*.stale.jsonl), measured again")
         for path in (held_path, held_answers_path):
             if os.path.exists(path):
                 os.replace(path, path[:-len(".jsonl")] + ".stale.jsonl")

@@ -24,7 +24,7 @@ uncarry() {
     # the start's held-out line only where it was measured on this kind of GPU: a line from another reads its speeds
     if test -f carried/rl-start/held_out.jsonl && python3 -c "import json, sys, cudal1
 sys.exit(json.loads(open('carried/rl-start/held_out.jsonl').readline()).get('device') != cudal1.device_name('cuda'))"; then
-      mkdir -p out/rl-start; cp carried/rl-start/held_out*.jsonl out/rl-start/
+      mkdir -p out/rl-start; cp carried/rl-start/held_out.jsonl carried/rl-start/held_out_answers.jsonl out/rl-start/
     else echo "carried/rl-start: measured on another GPU (or none named): the start is measured again here"; fi
   fi
 }
@@ -121,7 +121,7 @@ print(','.join(s for _, s in best.values()))")
             arm=${a%-*}; s=${a#*-}; d=out/rl-$arm-s$s${ARM_TAG:-}  # ARM_TAG (e.g. -lr1e-4) names a variant run with RL_FLAGS
             test -f $d/log.jsonl && continue
             [ $((${CALL_SECONDS:-570} - SECONDS)) -lt "${ARM_SECONDS:-125}" ] && { echo "no time left for $a"; break; }
-            mkdir -p $d; cp out/rl-start/held_out*.jsonl $d/
+            mkdir -p $d; cp out/rl-start/held_out.jsonl out/rl-start/held_out_answers.jsonl $d/
             python3 train_rl.py --init out/sft --out $d --seed $s $([ $arm = plain ] && echo --plain) \
               --time-limit "${ABLATION_MINUTES:-1}" --held-out-every 1000 --resample 1 ${RL_FLAGS:-} 2>&1 | tail -5
             pack
@@ -152,7 +152,7 @@ print(','.join(s for _, s in best.values()))")
     level2-vs-library)  # issue 15: the held-out level-2 answers of every run under out/ (or VS_RUNS) beside the library's
                         # files, judged again in full, each side's fastest 5 times more
                         # -> results/CARD-level2-vs-library-MMDD-HHMM.md and .jsonl (~3 min)
-          timeout "${BUDGET:-300}" python3 bench/level2_vs_library.py ${VS_RUNS:-$(ls -d out/rl-*)} \
+          timeout "${BUDGET:-480}" python3 bench/level2_vs_library.py ${VS_RUNS:-$(ls -d out/rl-*)} \
             --out "results/$CARD-level2-vs-library-$STAMP.md" 2>&1 | tail -30 ;;
     probe)  # does the policy read a prompt that shows a solution? bench/exemplar_probe.py on out/sft, with the first
             # contrastive arm's tasks and bank, all prompts in one batch on the GPU -> results/PROBE_NAME.md (exemplar-probe-h200)
