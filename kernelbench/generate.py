@@ -476,9 +476,11 @@ def _spell(spec):
     """How some ops' lines are spelt, drawn from a generator of their own as names are (a seed's ops,
     shapes, moves and names stay): the same ATen kernels, written the ways KernelBench's tasks write
     them: a method or a function, dims as a tuple or a list, `.values` or `[0]`. With one spelling per
-    op the H100 policy met level-2 lines it had never read (`x.mean(dim=[1, 2, 3, 4])`,
-    `torch.min(x, dim=1, keepdim=True).values`): 7 of its 16 level-2 failures were on the 9 tasks with
-    a line the generator never wrote. The first spelling is the one every task had before. Not drawn
+    op the H100 policy met level-2 lines spelt otherwise (task 44's `torch.mean(x, dim=[2, 3], ...)`,
+    task 98's `torch.max(x, dim=1).values`, task 23's `x.mean(dim=[...])`): 7 of its 16 level-2 failures
+    were on the 9 tasks with a line the generator never wrote (some of those are ops it does not draw:
+    a min over a dim, a mean over channels and space at once, a subtracted mean). The first spelling
+    is the one every task had before. Not drawn
     for min/max against a constant: level 2's `torch.min(x, torch.tensor(c))` runs another kernel than
     the clamp, so the teacher's measured speedups would no longer be its task's."""
     rng = random.Random(f"spellings {spec['seed']}")

@@ -224,7 +224,6 @@ def test_level2_vs_library_judges_the_policy_beside_every_library_file(tmp_path)
     assert float(ratio) > 0 and "x (" in lib_again and "x (" in mine_again  # read again: median (slowest-fastest)
     records = [json.loads(line) for line in (tmp_path / "vs.jsonl").read_text().splitlines()]
     assert len(records) == 3 + 2 * 5  # two library files and the answer, then each side's fastest 5 times
-    assert sum(r["reread"] for r in records) == 10 and {r["side"] for r in records if r["reread"]} == {"library", "policy"}
 
 
 def test_level2_vs_library_verdict():
@@ -267,13 +266,25 @@ def test_level2_vs_library_prints_each_beaten_tasks_own_answer(tmp_path, monkeyp
 
     def judge_many(pairs, **kw):
         calls.append(pairs)
-        return [dict(correct=True, status="ok", speedup=2.0 if "# the answer" in src else 1.0) for _, src in pairs]
+        fails = lambda src: "broken" in (open(src).read() if os.path.exists(src) else src)
+        return [dict(correct=False, status="incorrect") if fails(src) else
+                dict(correct=True, status="ok", speedup=2.0 if "# the answer" in src else 1.0) for _, src in pairs]
     monkeypatch.setattr(level2_vs_library.evaluate, "judge_many", judge_many)
     out = tmp_path / "vs.md"
     assert level2_vs_library.main([str(tmp_path / "run"), "--kernels", str(tmp_path / "kernels"), "--device", "cpu",
                                    "--readings", "3", "--out", str(out)]) == 0
     text = out.read_text()
     assert "library's fastest): 2 of 2**" in text
-    assert [len(c) for c in calls] == [4, 2 * 2 * 3] and calls[1][0][1].endswith("# reading 1\n")
+    # read again interleaved: reading by reading, task by task, the library's then the policy's
+    assert [len(c) for c in calls] == [4, 2 * 2 * 3]
+    assert [(os.path.basename(t)[:2], "answer" in src, src.rsplit("# reading ", 1)[1]) for t, src in calls[1]] == \
+        [(n[:2], mine, f"{k}\n") for k in (1, 2, 3) for n in names for mine in (False, True)]
     for n in names:
         assert f"## {n}: the policy's answer\n\n```python\n# the answer to {n}\n```" in text, text
+    # a library that fails its first reading is not read again, and the row says so, not that the policy failed
+    (tmp_path / "kernels" / "level2" / names[0]).write_text("# the library's, broken\n")
+    calls.clear()
+    assert level2_vs_library.main([str(tmp_path / "run"), "--kernels", str(tmp_path / "kernels"), "--device", "cpu",
+                                   "--readings", "2", "--out", str(tmp_path / "vs2.md")]) == 0
+    row = next(line for line in (tmp_path / "vs2.md").read_text().splitlines() if line.startswith("| 59_"))
+    assert row.endswith("| no library reading |") and len(calls[1]) == 2 * 2, row
