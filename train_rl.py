@@ -363,18 +363,22 @@ def task_sha(task):
 
 
 # A held-out line given with the run (make rl-ablation's, a carried start's) counts only for the task code it
-# was measured on: where the generator has since written a held-out task otherwise, the split is measured again.
-if master and held_groups and os.path.exists(held_answers_path):
+# was measured on (its answers' task_sha): where the generator has since written a held-out task otherwise, or
+# the answers are missing, the split is measured again. Every rank decides alike; rank 0 moves the files.
+if held_groups and os.path.exists(held_path):
     now = {cudal1.held_key(t): task_sha(t) for ts in held_groups.values() for t in ts}
-    stale = sorted({k for k, sha in ((cudal1.held_key(a["task"]), a.get("task_sha")) for a in map(json.loads,
-                    open(held_answers_path))) if k in now and sha != now[k]})
+    given = [json.loads(line) for line in open(held_answers_path)] if os.path.exists(held_answers_path) else []
+    stale = sorted({k for k, sha in ((cudal1.held_key(a["task"]), a.get("task_sha")) for a in given)
+                    if k in now and sha != now[k]}) if given else ["no held_out_answers.jsonl"]
+    if ddp:
+        dist.barrier()  # every rank has read the files before rank 0 moves them
     if stale and resumed:  # its later lines are as stale, and step 0 (--init) is not this checkpoint to measure
-        raise SystemExit(f"{args.out}: its held-out line was measured on other code of {len(stale)} held-out "
-                         f"task(s) than the generator writes now: start a fresh --out")
+        raise SystemExit(f"{args.out}: its held-out line was measured on other (or unrecorded) code of held-out "
+                         f"task(s) than the generator writes now ({', '.join(stale[:3])}): start a fresh --out")
     if stale:
         say(f"{held_path}: measured on other (or unrecorded) code of {len(stale)} held-out task(s) "
             f"({', '.join(stale[:3])}{', ...' if len(stale) > 3 else ''}): moved aside (*.stale.jsonl), measured again")
-        for path in (held_path, held_answers_path):
+        for path in (held_path, held_answers_path) if master else ():
             if os.path.exists(path):
                 os.replace(path, path[:-len(".jsonl")] + ".stale.jsonl")
 if ddp:

@@ -151,7 +151,7 @@ print(','.join(s for _, s in best.values()))")
             --out "results/$CARD-held-out-ceiling-$STAMP.md" 2>&1 | tail -8 ;;
     level2-vs-library)  # issue 15: the held-out level-2 answers of every run under out/ (or VS_RUNS) beside the library's
                         # files, judged again in full, each side's fastest 5 times more
-                        # -> results/CARD-level2-vs-library-MMDD-HHMM.md and .jsonl (~3 min)
+                        # -> results/CARD-level2-vs-library-MMDD-HHMM.md and .jsonl (untimed; 480 s allowed)
           timeout "${BUDGET:-480}" python3 bench/level2_vs_library.py ${VS_RUNS:-$(ls -d out/rl-*)} \
             --out "results/$CARD-level2-vs-library-$STAMP.md" 2>&1 | tail -30 ;;
     probe)  # does the policy read a prompt that shows a solution? bench/exemplar_probe.py on out/sft, with the first

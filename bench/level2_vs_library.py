@@ -2,7 +2,7 @@
 the library's best file, both judged again in full in one run.
 
     python bench/level2_vs_library.py out/rl-start out/rl-contrastive-s1 ... --out results/h100-level2-vs-library.md
-        # GPU; the device step level2-vs-library (~3 min)
+        # GPU; the device step level2-vs-library (untimed with the re-readings; the step allows 480 s)
 
 Every distinct correct answer the runs' held-out measurements wrote for the 20 held-out level-2 tasks
 (held_out_answers.jsonl: any step, any attempt; the --per-task fastest by their first reading, which
@@ -16,7 +16,7 @@ beaten when the policy's median re-read speedup is at least BEAT times the libra
 A/A reading on the H200, results/h200-judge-noise.md) and its slowest re-reading is faster than the
 library's fastest: one program's speedups spread 1.15-1.19x over 4 workers there, so one reading a side
 cannot tell a near-tie. The judge's records go to the --out file's .jsonl as they come (a cut-off run
-resumes from them).
+leaves what it read), each named by side and reading at the end.
 """
 import argparse
 import glob
@@ -71,7 +71,7 @@ def verdict(library, policy):
     its slowest reading beats the library's fastest; no ratio where a side has no reading or one failed (a
     library that fails on this GPU is not beaten by a pass, and an answer that fails once is not correct)."""
     if not policy or not all(r.get("correct") for r in policy):
-        return None, "no: the policy's answer fails here"
+        return None, "no: the policy's answers fail here"
     if not library or not all(r.get("correct") for r in library):
         return None, "no library reading"
     mine, lib = [r["speedup"] for r in policy], [r["speedup"] for r in library]
@@ -99,6 +99,8 @@ def main(argv=None):
     a = p.parse_args(argv)
     if a.readings < 1:
         raise SystemExit(f"--readings {a.readings}: must be at least 1")
+    if a.out and not a.out.endswith(".md"):
+        raise SystemExit(f"--out {a.out}: a .md file (its records go beside it, as .jsonl)")
     device = a.device or ("cuda" if evaluate.gpu_info()[0] else "cpu")
     answers = policy_answers(a.runs, a.per_task)
     names = sorted(answers, key=lambda n: int(n.split("_")[0]))
@@ -114,10 +116,13 @@ def main(argv=None):
             pairs.append((task, src))
             who.append((name, "policy", where))
     source = {(name, where): src for name in names for src, where in answers[name]}  # 'where' repeats across tasks
-    # each record written as it comes to the --out file's .jsonl, and a cut-off run resumes from it
+    # each record written as it comes to the --out file's .jsonl (a cut-off run leaves what it read), a fresh
+    # file each run (the judge would take an earlier run's records for its pairs), named by side at the end
     records_at = os.path.splitext(a.out)[0] if a.out else None
     if records_at:
         os.makedirs(os.path.dirname(os.path.abspath(records_at)), exist_ok=True)
+        if os.path.exists(records_at + ".jsonl"):
+            os.remove(records_at + ".jsonl")
     judge = lambda pairs: evaluate.judge_many(pairs, out=records_at, device=device, prewarm=True,
                                               time_budget=a.time_budget)
     records = judge(pairs)
@@ -138,6 +143,11 @@ def main(argv=None):
     reread = {}  # (name, side) -> [record]
     for (name, side, _), r in zip(again_who, again_records):
         reread.setdefault((name, side), []).append(r)
+    if records_at:  # every reading with what it read, for a reader to check a verdict
+        with open(records_at + ".jsonl", "w") as f:
+            for named, rs, again_ in ((who, records, False), (again_who, again_records, True)):
+                for (name, side, what), r in zip(named, rs):
+                    f.write(json.dumps(dict(r, task_name=name, side=side, what=what, read_again=again_)) + "\n")
     env = evaluate.environment(device)
     rows, beaten = [], []
     first = lambda r, what: (f"{r['speedup']:.2f}x ({what})" if r and r.get("correct")

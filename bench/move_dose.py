@@ -46,8 +46,9 @@ def first_words(answer):
     as generate._spell may spell it (`x.sum(dim=[2, 3], ...)`) read as its first spelling (`torch.sum(x,
     dim=(2, 3), ...)`): a move's openers quote their task's line, and the spelling is not the move."""
     line = answer.split("\n", 2)[1] if answer.startswith("## ") and "\n" in answer else answer
-    line = re.sub(r"\bx\.(sum|mean|amax|max|logsumexp)\(", r"torch.\1(x, ", line)
-    return re.sub(r"dim=\[([\d, ]*)\]", r"dim=(\1)", line).split()
+    line = re.sub(r"(?<![\w.])x\.(sum|mean|amax|max|logsumexp)\((?=dim=)", r"torch.\1(x, ", line)
+    line = re.sub(r"dim=\[([\d, ]*)\]", lambda m: f"dim={tuple(int(d) for d in m.group(1).split(','))}", line)
+    return line.replace(").values", ")[0]").split()
 
 
 def openers(size, n=400):

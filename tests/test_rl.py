@@ -548,6 +548,9 @@ def test_move_dose_names_an_opening_by_its_teachers_first_line(tmp_path):
     # a reduction as generate._spell may spell it reads as its first spelling: the spelling is not the move
     assert move_dose.first_words("## P\nFold `x.sum(dim=[2, 3], keepdim=True)` in") == \
         move_dose.first_words("## P\nFold `torch.sum(x, dim=(2, 3), keepdim=True)` in")
+    assert move_dose.first_words("## P\n`x.mean(dim=[2], keepdim=True)` `x.max(dim=1, keepdim=True).values` is") == \
+        move_dose.first_words("## P\n`torch.mean(x, dim=(2,), keepdim=True)` `torch.max(x, dim=1, keepdim=True)[0]` is")
+    assert move_dose.first_words("## P\n`self.x.sum(dim=1)` `x.max()`")[0:2] == ["`self.x.sum(dim=1)`", "`x.max()`"]
 
 
 def test_held_out_line_of_the_start_is_measured_once_and_reused(tmp_path):
@@ -571,7 +574,13 @@ def test_held_out_line_of_the_start_is_measured_once_and_reused(tmp_path):
     assert "clamp_min" in answers[1]["source"]
     arm = tmp_path / "arm"
     arm.mkdir()
-    shutil.copy(out / "held_out.jsonl", arm / "held_out.jsonl")
+    shutil.copy(out / "held_out.jsonl", arm / "held_out.jsonl")  # the line alone: its task code unrecorded
+    p = run(0, "--held-out-tasks", "1", "--max-new-tokens", "32", "--out", str(arm))
+    assert "moved aside (*.stale.jsonl), measured again" in p.stdout, p.stdout
+    shutil.rmtree(arm)
+    arm.mkdir()
+    for name in ("held_out.jsonl", "held_out_answers.jsonl"):  # with its answers, as make rl-ablation gives it
+        shutil.copy(out / name, arm / name)
     p = run(1, "--held-out-tasks", "1", "--out", str(arm))
     assert "held-out at step 0: measured already" in p.stdout, p.stdout
     lines = [json.loads(line) for line in open(arm / "held_out.jsonl")]

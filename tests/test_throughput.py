@@ -224,6 +224,8 @@ def test_level2_vs_library_judges_the_policy_beside_every_library_file(tmp_path)
     assert float(ratio) > 0 and "x (" in lib_again and "x (" in mine_again  # read again: median (slowest-fastest)
     records = [json.loads(line) for line in (tmp_path / "vs.jsonl").read_text().splitlines()]
     assert len(records) == 3 + 2 * 5  # two library files and the answer, then each side's fastest 5 times
+    assert [(r["side"], r["read_again"]) for r in records[3:5]] == [("library", True), ("policy", True)]
+    assert records[0]["what"].endswith("59_Matmul_Swish_Scaling.py") and not records[0]["read_again"]
 
 
 def test_level2_vs_library_verdict():
