@@ -489,6 +489,11 @@ def _spell(spec):
             op["spell"] = dict(method=rng.random() < 0.5, list_dims=rng.random() < 0.5, values=rng.random() < 0.5)
 
 
+def unspelt(spec):
+    """The spec with every op in its first spelling: the task as generated before _spell."""
+    return dict(spec, ops=[{k: v for k, v in op.items() if k != "spell"} for op in spec["ops"]])
+
+
 # -----------------------------------------------------------------------------
 # rendering a spec as a KernelBench task file
 

@@ -78,7 +78,7 @@ class Task:
     def __init__(self, task_source, meta):
         self.spec = gen.draw(meta["seed"], meta["size"])
         if gen.render(self.spec) != task_source:  # a task written before gen._spell (a kept run's) spells as then
-            self.spec = dict(self.spec, ops=[{k: v for k, v in op.items() if k != "spell"} for op in self.spec["ops"]])
+            self.spec = gen.unspelt(self.spec)
             if gen.render(self.spec) != task_source:
                 raise ValueError(f"task {meta['seed']} ({meta['size']}): the source is not what the generator draws")
         self.seed, self.ops, self.head = meta["seed"], self.spec["ops"], self.spec["head"]["kind"]
