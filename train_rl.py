@@ -362,14 +362,16 @@ def task_sha(task):
     return hashlib.sha256(cudal1.same_code(read(task)).encode()).hexdigest()[:12]
 
 
+held_sha = {cudal1.held_key(t): task_sha(t) for ts in held_groups.values() for t in ts}  # this run's held-out code
+
+
 # A held-out line given with the run (make rl-ablation's, a carried start's) counts only for the task code it
 # was measured on (its answers' task_sha): where the generator has since written a held-out task otherwise, or
 # the answers are missing, the split is measured again. Every rank decides alike; rank 0 moves the files.
 if held_groups and os.path.exists(held_path):
-    now = {cudal1.held_key(t): task_sha(t) for ts in held_groups.values() for t in ts}
     given = [json.loads(line) for line in open(held_answers_path)] if os.path.exists(held_answers_path) else []
     stale = sorted({k for k, sha in ((cudal1.held_key(a["task"]), a.get("task_sha")) for a in given)
-                    if k in now and sha != now[k]}) if given else ["no held_out_answers.jsonl"]
+                    if k in held_sha and sha != held_sha[k]}) if given else ["no held_out_answers.jsonl"]
     if ddp:
         dist.barrier()  # every rank has read the files before rank 0 moves them
     if stale and resumed:  # its later lines are as stale, and step 0 (--init) is not this checkpoint to measure
@@ -395,11 +397,10 @@ def start_answers():
     if not any(l["step"] == 0 and l.get("device") == target for l in lines):
         return {}
     rows = [json.loads(line) for line in open(held_answers_path)] if os.path.exists(held_answers_path) else []
-    here = {cudal1.held_key(t): t for ts in held_groups.values() for t in ts}  # the answer's task as this run wrote it
     out = {}
     for a in rows:
         k = cudal1.held_key(a["task"])
-        if a["step"] == 0 and a["attempt"] == 1 and k in here and a.get("task_sha") == task_sha(here[k]):
+        if a["step"] == 0 and a["attempt"] == 1 and k in held_sha and a.get("task_sha") == held_sha[k]:
             rec = evaluate.record(a["status"], a.get("message") or "", a.get("speedup"))
             out[k] = (a["source"], {**rec, "err_vs_tol": a.get("err_vs_tol")})
     return out
