@@ -702,11 +702,14 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
     assert (row["| contrastive seed 1"][col], row["| plain seed 1"][col]) == ("50% -> 0% (1.5)", "-")
     assert (row["| contrastive seed 1"][col + 1], row["| plain seed 1"][col + 1]) == ("25% -> 100% |", "- |")
     # second answers: at step 0 A's second try new and faster, B's unparsed; A's resampled answer its first
-    # code again, B's new and passing (beats a failed first); at step 3 A's second try new, failing
+    # code again, B's new and passing (beats a failed first); at step 3 A's second try new, failing. After A's
+    # passing fused first: its second tries a constant output (another move), right at step 0, wrong at step 3;
+    # its resampled answer the same move; B's failed first counts in neither
     second = [line for line in p.stdout.splitlines() if line.startswith("| contrastive seed 1 | ")
               and line.split(" | ")[2] in ("second try", "resampled")]
-    assert second == ["| contrastive seed 1 | 0 | second try | 1 of 2 | 1 | 1 |", "| contrastive seed 1 | 0 | resampled | 1 of 2 | 1 | 1 |",
-                      "| contrastive seed 1 | 3 | second try | 1 of 1 | 0 | 0 |"], p.stdout
+    assert second == ["| contrastive seed 1 | 0 | second try | 1 of 2 | 1 | 1 | 1 of 1 (1) |",
+                      "| contrastive seed 1 | 0 | resampled | 1 of 2 | 1 | 1 | 0 of 1 (0) |",
+                      "| contrastive seed 1 | 3 | second try | 1 of 1 | 0 | 0 | 1 of 1 (0) |"], p.stdout
     # first answers against the start's: at step 3 three of four are new code (B's, C's, L's), passing, each beating
     # the start's; in the last column B's 0.8x counts 1.00x as its failed start did: the cube root of 1.2 x 1.0 x 1.0,
     # then of 1.2 x 1.0 x 1.44 (L, level 2, not counted)
