@@ -404,13 +404,14 @@ if held:  # the split no training input touches, measured before the first updat
     if tries:  # what the second (and resampled) answers did, at each run's first and last held-out measurement
         md += ["", "Second answers (held_out_answers.jsonl): of the tasks, how many second tries (and resampled "
                "answers) were new code, how many of those passed, and how many beat the first answer (a failed "
-               "first counts as beaten by any pass); last, of the answers after a passing first, those whose moves "
-               "differ from the first's (cudal1.moves_shown: a move without a mark, such as a dropped no-op, reads as "
-               "none), and in brackets how many of them passed. A second try's prompt "
-               "shows the first answer: stage 1's contrastive pairs never show the answer's own move, since every "
-               "variant of a generated task applies one move and only slower variants are shown", "",
+               "first counts as beaten by any pass); last, of the parsed answers after a passing first, those with "
+               "other moves than it (cudal1.moves_shown: a move without a mark, such as a dropped no-op, reads as "
+               "none): those that left its move, and those that kept every move it shows and added one, each with "
+               "how many of them passed. A second try's "
+               "prompt shows the first answer, and no stage-1 contrastive pair shows its answer's own move (a "
+               "generated task has one teacher solution per move)", "",
                "| run | step | answer | new code | of it correct | better than the first | after a passing first: "
-               "other moves (correct) |", "|---|---|---|---|---|---|---|"]
+               "left its move (correct) / kept it, added one (correct) |", "|---|---|---|---|---|---|---|"]
         for r in tries:
             for step in sorted({a["step"] for a in r["answers"]} & {r["held"][0]["step"], r["held"][-1]["step"]}):
                 by = {}
@@ -424,10 +425,12 @@ if held:  # the split no training input touches, measured before the first updat
                     new = [(a, b) for a, b in pairs if b["source"] is not None and b["source"] != a["source"]]
                     ok = [(a, b) for a, b in new if b["status"] == "ok"]
                     better = [1 for a, b in ok if a["status"] != "ok" or b["speedup"] > a["speedup"]]
-                    after = [(a, b) for a, b in pairs if a["status"] == "ok" and b["source"] is not None]
-                    moved = [b for a, b in after if cudal1.moves_shown(b["source"]) != cudal1.moves_shown(a["source"])]
+                    after = [(cudal1.moves_shown(a["source"]), cudal1.moves_shown(b["source"]), b["status"] == "ok")
+                             for a, b in pairs if a["status"] == "ok" and b["source"] is not None]
+                    added = [passed for first, second, passed in after if first and first < second]
+                    left = [passed for first, second, passed in after if second != first and not (first and first < second)]
                     md.append(f"| {r['name']} | {step} | {name} | {len(new)} of {len(pairs)} | {len(ok)} | {len(better)} | "
-                              f"{len(moved)} of {len(after)} ({sum(b['status'] == 'ok' for b in moved)}) |")
+                              f"{len(left)} ({sum(left)}) / {len(added)} ({sum(added)}) of {len(after)} |")
     moved = [r for r in held if {0, r["held"][-1]["step"]} <= {a["step"] for a in r["answers"]} and r["held"][-1]["step"]]
     if moved:  # what the updates changed: each task's first (greedy) answer at the last measurement against step 0's
         md += ["", "First answers against the start's (held_out_answers.jsonl): of the tasks, how many greedy answers "

@@ -672,7 +672,9 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
                 (0, A, 1, fused, "ok", 1.2), (0, A, 2, const, "ok", 1.5), (0, B, 1, None, "parse_error", None),
                 (0, B, 2, None, "parse_error", None), (0, A, 3, fused, "ok", 1.2), (0, B, 3, const, "ok", 1.1),
                 (3, A, 1, fused + "\n", "ok", 1.2), (3, A, 2, const, "incorrect", None),
-                (3, B, 1, const, "ok", 0.8), (0, C, 1, fused, "incorrect", 2.0), (3, C, 1, const, "ok", 1.44),
+                (3, A, 3, fused + "# again\n", "ok", 1.3), (3, B, 2, fused + const, "incorrect", None),
+                (3, B, 1, const, "ok", 0.8), (0, C, 1, fused, "incorrect", 2.0), (0, C, 2, const, "ok", 1.3),
+                (3, C, 1, const, "ok", 1.44),
                 (0, L, 1, fused, "ok", 1.0), (3, L, 1, const, "ok", 3.0))))
         runs.append(str(d))
     p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "rl_report.py"), *runs], cwd=ROOT,
@@ -701,15 +703,17 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
     col = row["| run"].index("groups with a signal, first half -> second half (codes each, whole run)")
     assert (row["| contrastive seed 1"][col], row["| plain seed 1"][col]) == ("50% -> 0% (1.5)", "-")
     assert (row["| contrastive seed 1"][col + 1], row["| plain seed 1"][col + 1]) == ("25% -> 100% |", "- |")
-    # second answers: at step 0 A's second try new and faster, B's unparsed; A's resampled answer its first
-    # code again, B's new and passing (beats a failed first); at step 3 A's second try new, failing. After A's
-    # passing fused first: its second tries a constant output (another move), right at step 0, wrong at step 3;
-    # its resampled answer the same move; B's failed first counts in neither
+    # second answers: at step 0 A's second try new and faster, B's unparsed, C's new and passing where its first
+    # failed (beaten, but not after a passing first); A's resampled answer its first code again, B's new and
+    # passing (beats a failed first). After A's passing fused first its second try left the move (a constant
+    # output, right). At step 3 A's second try leaves its move again, failing; B's, after a passing constant
+    # output, keeps it and adds a fused kernel, failing; A's resampled answer is new code of the same move, faster
     second = [line for line in p.stdout.splitlines() if line.startswith("| contrastive seed 1 | ")
               and line.split(" | ")[2] in ("second try", "resampled")]
-    assert second == ["| contrastive seed 1 | 0 | second try | 1 of 2 | 1 | 1 | 1 of 1 (1) |",
-                      "| contrastive seed 1 | 0 | resampled | 1 of 2 | 1 | 1 | 0 of 1 (0) |",
-                      "| contrastive seed 1 | 3 | second try | 1 of 1 | 0 | 0 | 1 of 1 (0) |"], p.stdout
+    assert second == ["| contrastive seed 1 | 0 | second try | 2 of 3 | 2 | 2 | 1 (1) / 0 (0) of 1 |",
+                      "| contrastive seed 1 | 0 | resampled | 1 of 2 | 1 | 1 | 0 (0) / 0 (0) of 1 |",
+                      "| contrastive seed 1 | 3 | second try | 2 of 2 | 0 | 0 | 1 (0) / 1 (0) of 2 |",
+                      "| contrastive seed 1 | 3 | resampled | 1 of 1 | 1 | 1 | 0 (0) / 0 (0) of 1 |"], p.stdout
     # first answers against the start's: at step 3 three of four are new code (B's, C's, L's), passing, each beating
     # the start's; in the last column B's 0.8x counts 1.00x as its failed start did: the cube root of 1.2 x 1.0 x 1.0,
     # then of 1.2 x 1.0 x 1.44 (L, level 2, not counted)
