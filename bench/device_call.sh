@@ -145,7 +145,8 @@ print(','.join(s for _, s in best.values()))")
             dirs="$dirs out/rl-speed-$run"; pack
           done
           python3 bench/rl_speed.py $dirs --out "results/$CARD-rl-speed-$STAMP.md" 2>&1 | tail -6 ;;
-    held-out-ceiling)  # issue 15: every teacher move on the 32 held-out generated tasks beside a run's greedy answers
+    held-out-ceiling)  # issue 15: every teacher move (and teacher.composed's no-op dropped + one more) on the 32
+                       # held-out generated tasks beside a run's greedy answers
                        # (the carried start's: carry=["carried/rl-start"]), one judge call -> results/CARD-held-out-ceiling-MMDD-HHMM.md
           timeout "${BUDGET:-300}" python3 bench/held_out_ceiling.py --answers "${CEILING_ANSWERS:-carried/rl-start/held_out_answers.jsonl}" \
             --out "results/$CARD-held-out-ceiling-$STAMP.md" 2>&1 | tail -8 ;;

@@ -13,8 +13,8 @@ OUT/solutions/levelG/N_Name.<move>.py, the layout evaluate.py pairs by id:
     python evaluate.py --tasks build/teacher/tasks/levelG --solutions build/teacher/solutions/levelG \\
         --gpu h200 --out results/teacher-h200
 
-A task often admits several moves, and the best program composes them; the teacher never does:
-finding the composition is what search and RL are for. How each move is written:
+A task often admits several moves, and the best program composes them; the teacher's solutions never
+do: finding the composition is what search and RL are for (composed(), below, is a measuring oracle). How each move is written:
     drop_noop                the ops that are the identity on every value they can see are left out
     constant_output          the ops up to the point where every value is pinned (a clamp, a min, a
                              softmax over one element, LayerNorm over one element) are skipped: the
@@ -42,9 +42,12 @@ solution is `class ModelNew(Model)`: it inherits Model's constructor, parameters
 TF32 off: the judge checks against true fp32, and eager lets cuDNN use TF32.
 
     solutions(task_source, meta) -> [(move, solution_source)]   one per move the teacher can write
+    composed(task_source, meta) -> [('drop_noop+MOVE', source)]  the no-ops dropped, then one more move:
+        bench/held_out_ceiling.py's oracle for what two moves reach, never training data
 """
 
 import argparse
+import copy
 import math
 import os
 import random
@@ -1036,12 +1039,12 @@ def _wrap(line, indent, width=110):
     return out
 
 
-def _source(t, move, sol):
+def _source(t, move, sol, doc=None):
     rng = random.Random(f"teacher:{t.seed}:{move}")
     methods = sol.get("methods", [])
     fwd = sol["forward"] + ([] if sol["forward"][-1].startswith("return") else ["return x"])  # never empty
     code = "\n".join(methods + fwd)
-    lines = _docstring(DOCS[move](t, sol, rng), 0)
+    lines = _docstring(doc or DOCS[move](t, sol, rng), 0)
     lines += ["import math"] if "math." in code else []
     lines += ["import torch"]
     lines += ["import torch.nn.functional as F"] if "F." in code else []
@@ -1069,6 +1072,38 @@ def solutions(task_source, meta):
             sol = MOVES[move](t)
             if sol is not None:
                 out.append((move, _source(t, move, sol)))
+    return out
+
+
+def without_noops(t):
+    """Task t as drop_noop leaves it: its no-op ops and their lines gone, the states and the sites of the
+    other moves read again from what is left (a no-op can hide a move: two reductions, one of them over
+    a dim of size 1, get no fused kernel until it goes)."""
+    drop = set(t.sites.get("drop_noop", ()))
+    u = copy.copy(t)
+    u.ops = [op for i, op in enumerate(t.ops) if i not in drop]
+    u.spec = dict(t.spec, ops=u.ops)
+    u.states = gen.trace(u.spec)
+    u.sites = gen.moves(u.spec, u.states)
+    u.op_lines = [line for i, line in enumerate(t.op_lines) if i not in drop]
+    return u
+
+
+def composed(task_source, meta):
+    """[('drop_noop+MOVE', solution_source)]: the task's no-ops dropped, then each other move the rest
+    admits, for a task that admits drop_noop. An oracle for bench/held_out_ceiling.py, never training
+    data: the teacher writes one move per solution, and finding a composition is left to search and RL."""
+    t = Task(task_source, meta)
+    if "drop_noop" not in t.sites:
+        return []
+    u, out = without_noops(t), []
+    dropped = _doc_drop_noop(t, None, random.Random(f"teacher:{t.seed}:drop_noop"))
+    for move in gen.MOVES:
+        if move != "drop_noop" and move in u.sites:
+            sol = MOVES[move](u)
+            if sol is not None:
+                doc = f"{dropped}\n\nThen, on what is left: {DOCS[move](u, sol, random.Random(f'teacher:{t.seed}:{move}'))}"
+                out.append((f"drop_noop+{move}", _source(u, move, sol, doc)))
     return out
 
 

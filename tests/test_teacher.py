@@ -269,3 +269,41 @@ def test_a_task_written_before_spellings_is_still_read():
     assert [m for m, _ in teacher.solutions(before, meta)] == [m for m, _ in teacher.solutions(source, meta)]
     with pytest.raises(ValueError, match="not what the generator draws"):
         teacher.solutions(source.replace("x = ", "x  = ", 1), meta)
+
+
+def test_composed_solutions_compute_their_tasks_output():
+    """teacher.composed, bench/held_out_ceiling.py's oracle for two moves: a task's no-ops dropped, then each
+    other move on what is left. Each composed solution of the first CPU-sized tasks that admit one gives its
+    task's output under the strict rule, a fused one run on the CPU by tests/cuda_cpu.py's emulator; the
+    no-op lines are gone from its forward; and teacher.solutions never composes."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import cuda_cpu
+    seen, seed = collections.Counter(), 0
+    while (seen["drop_noop+fuse_epilogue"] < 2 or sum(seen.values()) < 6) and seed < 300:
+        name, source, meta = gen.generate(seed, "cpu")
+        seed += 1
+        assert all("+" not in move for move, _ in teacher.solutions(source, meta))
+        task = types.ModuleType("task")
+        exec(compile(source, name, "exec"), task.__dict__)
+        noops = [forward_lines(source, "Model")[-1 - len(meta["ops"]) + i] for i in meta["sites"].get("drop_noop", [])]
+        for move, sol in teacher.composed(source, meta):
+            assert move.startswith("drop_noop+") and not any(line in forward_lines(sol, "ModelNew") for line in noops)
+            if move == "drop_noop+fuse_epilogue" and seen[move] >= 2:
+                continue  # each emulated kernel is a g++ build
+            mod = types.ModuleType("sol")
+            mod.__dict__.update(task.__dict__)
+            real, cudal1.load_cuda = cudal1.load_cuda, cuda_cpu.load_cuda
+            try:
+                exec(compile(sol, f"{name}.{move}", "exec"), mod.__dict__)
+            finally:
+                cudal1.load_cuda = real
+            torch.manual_seed(seed)
+            ref = task.Model(*task.get_init_inputs())
+            new = mod.ModelNew(*task.get_init_inputs())
+            new.load_state_dict(ref.state_dict())
+            xs = task.get_inputs()
+            with torch.no_grad():
+                want, got = ref(*xs), new(*[x.clone() for x in xs])
+            assert got.shape == want.shape and evaluate._compare(got, want, evaluate.STRICT)[0], (name, move)
+            seen[move] += 1
+    assert seen["drop_noop+fuse_epilogue"] == 2 and len(seen) >= 3, (seed, seen)

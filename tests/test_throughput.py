@@ -6,6 +6,7 @@ compiled by nvcc for sm_90 (skipped without nvcc)."""
 import importlib.util
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -161,28 +162,37 @@ def test_judge_phases_split_a_run_on_the_cpu(tmp_path):
 
 
 def test_held_out_ceiling_judges_every_move_and_the_policy_in_one_call(tmp_path):
-    # bench/held_out_ceiling.py on 2 CPU-sized held-out tasks: each teacher move judged, the best per task
-    # and its geomean; the policy's answer (here the first task's first move, and a broken one for the second)
-    # judged in the same call and shown with its move's mark
+    # bench/held_out_ceiling.py on 3 CPU-sized held-out tasks: each teacher move judged, the best per task
+    # and its geomean; the third task's no-op dropped and its fold_reduction composed (teacher.composed);
+    # the policy's answer (here the first task's first move, and a broken one for the second) judged in the
+    # same call and shown with its move's mark
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     import json
     import held_out_ceiling
     from kernelbench import generate, teacher
     work = tmp_path / "work"
-    t1, t2 = cudal1.held_out_tasks(str(work), 2, "cpu")["generated"]
+    t1, t2, t3 = cudal1.held_out_tasks(str(work), 3, "cpu")["generated"]
+    assert [m for m, _ in teacher.composed(cudal1.read(t3), generate.read_meta(t3))] == [
+        "drop_noop+fuse_epilogue", "drop_noop+fold_reduction"]  # the sample this test reads
     move, sol = [(m, s) for m, s in teacher.solutions(cudal1.read(t1), generate.read_meta(t1))
                  if "load_cuda(" not in s][0]  # one the CPU runs
     answers = tmp_path / "held_out_answers.jsonl"
     answers.write_text("".join(json.dumps(dict(step=0, task=f"out/x/held_out/levelG/{os.path.basename(t)}", attempt=1,
                                                source=src)) + "\n" for t, src in ((t1, sol), (t2, "class ModelNew: pass\n"))))
     out = tmp_path / "ceiling.md"
-    assert held_out_ceiling.main(["--tasks", "2", "--device", "cpu", "--work", str(work), "--answers", str(answers),
+    assert held_out_ceiling.main(["--tasks", "3", "--device", "cpu", "--work", str(work), "--answers", str(answers),
                                   "--out", str(out)]) == 0
     rows = {line.split(" | ")[0][2:]: line.split(" | ") for line in out.read_text().splitlines() if line.startswith("| ") and ".py" in line}
-    assert set(rows) == {os.path.basename(t1), os.path.basename(t2)}
-    assert move in rows[os.path.basename(t1)][1] and rows[os.path.basename(t2)][3] == "failed |"
-    assert rows[os.path.basename(t1)][3].endswith("x |")  # the policy's answer passed, with its speedup
-    assert "**Best move per task: geomean " in out.read_text() and "the policy's answers" in out.read_text()
+    assert set(rows) == {os.path.basename(t) for t in (t1, t2, t3)}
+    assert move in rows[os.path.basename(t1)][1] and rows[os.path.basename(t2)][4] == "failed |"
+    assert rows[os.path.basename(t1)][4].endswith("x |")  # the policy's answer passed, with its speedup
+    assert rows[os.path.basename(t1)][3] == "-" and rows[os.path.basename(t3)][4] == "- |"  # nothing composed; no answer
+    # the composition judged (the CPU leaves the fused one out), in the moves and in its own column
+    assert "drop_noop+fold_reduction " in rows[os.path.basename(t3)][1], rows[os.path.basename(t3)]
+    assert re.fullmatch(r"(drop_noop\+fold_reduction|reference) \d+\.\d\dx", rows[os.path.basename(t3)][3])
+    text = out.read_text()
+    assert "**Best move per task: geomean " in text and "composed where a task admits both" in text
+    assert "the policy's answers" in text
 
 
 def test_level2_vs_library_judges_the_policy_beside_every_library_file(tmp_path):
