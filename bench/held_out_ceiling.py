@@ -74,7 +74,7 @@ def main(argv=None):
     best = {t: max([s for m, s in speed.get(t, {}).items() if m != "policy" and "+" not in m and s] + [1.0]) for t in tasks}
     both = {t: max([s for m, s in speed.get(t, {}).items() if m != "policy" and s] + [1.0]) for t in tasks}
     mine = {t: speed.get(t, {}).get("policy") or 1.0 for t in tasks}
-    md = ["# One move per task: the held-out split's ceiling", "",
+    md = ["# One move per task, and two: the held-out split's ceiling", "",
           f"- command: `python bench/held_out_ceiling.py {' '.join(argv if argv is not None else sys.argv[1:])}`, "
           f"commit {env['commit']}, {env['gpu']}, driver {env['driver']}, torch {env['torch']}",
           f"- {len(tasks)} held-out generated tasks (cudal1.held_out_tasks, the ones train_rl measures); every "
@@ -83,7 +83,8 @@ def main(argv=None):
           f"judged in one call in RL's screen with prewarm; a failure or a missing answer counts 1.00x, and so does "
           f"a task whose every move is slower (the reference is an answer too)", "",
           f"**Best move per task: geomean {geomean(best.values()):.2f}x**; with a no-op dropped and another move "
-          f"composed where a task admits both ({sum(both[t] > best[t] for t in tasks)} tasks faster so): "
+          f"composed where a task admits both ({sum(both[t] > best[t] for t in tasks)} of {len(tasks)} tasks faster so, "
+          f"each by one reading): "
           f"{geomean(both.values()):.2f}x"
           + (f"; the policy's answers {geomean(mine.values()):.2f}x, 15% above it {1.15 * geomean(mine.values()):.2f}x"
              if answers else ""), "",

@@ -1091,19 +1091,26 @@ def without_noops(t):
 
 def composed(task_source, meta):
     """[('drop_noop+MOVE', solution_source)]: the task's no-ops dropped, then each other move the rest
-    admits, for a task that admits drop_noop. An oracle for bench/held_out_ceiling.py, never training
+    admits, for a task that admits drop_noop; left out where that is the move's one-move program again (a
+    constant output that skips the no-ops anyway). An oracle for bench/held_out_ceiling.py, never training
     data: the teacher writes one move per solution, and finding a composition is left to search and RL."""
     t = Task(task_source, meta)
     if "drop_noop" not in t.sites:
         return []
     u, out = without_noops(t), []
-    dropped = _doc_drop_noop(t, None, random.Random(f"teacher:{t.seed}:drop_noop"))
+    code = lambda sol: (sol["forward"], sol.get("methods"), sol.get("cuda"))  # noqa: E731
+    sites = t.sites["drop_noop"]
+    first = (f"First drop the {'no-op' if len(sites) == 1 else f'{len(sites)} no-ops'}. "
+             + " ".join(_why_noop(t, i)[0].upper() + _why_noop(t, i)[1:] + "." for i in sites))
     for move in gen.MOVES:
         if move != "drop_noop" and move in u.sites:
             sol = MOVES[move](u)
-            if sol is not None:
-                doc = f"{dropped}\n\nThen, on what is left: {DOCS[move](u, sol, random.Random(f'teacher:{t.seed}:{move}'))}"
-                out.append((f"drop_noop+{move}", _source(u, move, sol, doc)))
+            alone = MOVES[move](t) if move in t.sites else None
+            if sol is None or (alone is not None and code(alone) == code(sol)):
+                continue
+            rng = random.Random(f"teacher:{t.seed}:{move}")
+            doc = f"{first}\n\nThen, with {'it' if len(sites) == 1 else 'them'} gone:\n\n{DOCS[move](u, sol, rng)}"
+            out.append((f"drop_noop+{move}", _source(u, move, sol, doc)))
     return out
 
 

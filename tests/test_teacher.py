@@ -274,21 +274,29 @@ def test_a_task_written_before_spellings_is_still_read():
 def test_composed_solutions_compute_their_tasks_output():
     """teacher.composed, bench/held_out_ceiling.py's oracle for two moves: a task's no-ops dropped, then each
     other move on what is left. Each composed solution of the first CPU-sized tasks that admit one gives its
-    task's output under the strict rule, a fused one run on the CPU by tests/cuda_cpu.py's emulator; the
-    no-op lines are gone from its forward; and teacher.solutions never composes."""
+    task's output under the strict rule, a fused one run on the CPU by tests/cuda_cpu.py's emulator (one
+    kernel a chain could not have without the drop, one it could); its no-op lines are gone from forward;
+    none is the one-move program again; and teacher.solutions never composes."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import cuda_cpu
     seen, seed = collections.Counter(), 0
-    while (seen["drop_noop+fuse_epilogue"] < 2 or sum(seen.values()) < 6) and seed < 300:
+    while not (seen["fused, unlocked"] and seen["fused"] and len(seen) >= 5) and seed < 300:
         name, source, meta = gen.generate(seed, "cpu")
         seed += 1
-        assert all("+" not in move for move, _ in teacher.solutions(source, meta))
+        alone = dict(teacher.solutions(source, meta))
+        assert all("+" not in move for move in alone)
         task = types.ModuleType("task")
         exec(compile(source, name, "exec"), task.__dict__)
-        noops = [forward_lines(source, "Model")[-1 - len(meta["ops"]) + i] for i in meta["sites"].get("drop_noop", [])]
+        ref_lines = forward_lines(source, "Model")
+        noops = collections.Counter(ref_lines[-1 - len(meta["ops"]) + i] for i in meta["sites"].get("drop_noop", []))
         for move, sol in teacher.composed(source, meta):
-            assert move.startswith("drop_noop+") and not any(line in forward_lines(sol, "ModelNew") for line in noops)
-            if move == "drop_noop+fuse_epilogue" and seen[move] >= 2:
+            second = move.split("+", 1)[1]
+            assert move.startswith("drop_noop+")
+            assert second not in alone or cudal1.solution_code(sol) != cudal1.solution_code(alone[second]), (name, move)
+            left = collections.Counter(forward_lines(sol, "ModelNew"))
+            assert all(left[line] <= collections.Counter(ref_lines)[line] - n for line, n in noops.items()), (name, move)
+            kind = ("fused, unlocked" if second not in alone else "fused") if second == "fuse_epilogue" else second
+            if seen[kind] >= 1 and kind.startswith("fused"):
                 continue  # each emulated kernel is a g++ build
             mod = types.ModuleType("sol")
             mod.__dict__.update(task.__dict__)
@@ -305,5 +313,5 @@ def test_composed_solutions_compute_their_tasks_output():
             with torch.no_grad():
                 want, got = ref(*xs), new(*[x.clone() for x in xs])
             assert got.shape == want.shape and evaluate._compare(got, want, evaluate.STRICT)[0], (name, move)
-            seen[move] += 1
-    assert seen["drop_noop+fuse_epilogue"] == 2 and len(seen) >= 3, (seed, seen)
+            seen[kind] += 1
+    assert seen["fused, unlocked"] == seen["fused"] == 1 and len(seen) >= 5, (seed, seen)
