@@ -407,9 +407,8 @@ if held:  # the split no training input touches, measured before the first updat
                "first counts as beaten by any pass); last, of the parsed answers after a passing first, those with "
                "other moves than it (cudal1.moves_shown: a move without a mark, such as a dropped no-op, reads as "
                "none): those that left its move, and those that kept every move it shows and added one, each with "
-               "how many of them passed. A second try's "
-               "prompt shows the first answer, and no stage-1 contrastive pair shows its answer's own move (a "
-               "generated task has one teacher solution per move)", "",
+               "how many of them passed. A second try's prompt shows the first answer, and no stage-1 contrastive "
+               "pair shows its answer's own move (a generated task has one teacher solution per move)", "",
                "| run | step | answer | new code | of it correct | better than the first | after a passing first: "
                "left its move (correct) / kept it, added one (correct) |", "|---|---|---|---|---|---|---|"]
         for r in tries:
@@ -427,8 +426,10 @@ if held:  # the split no training input touches, measured before the first updat
                     better = [1 for a, b in ok if a["status"] != "ok" or b["speedup"] > a["speedup"]]
                     after = [(cudal1.moves_shown(a["source"]), cudal1.moves_shown(b["source"]), b["status"] == "ok")
                              for a, b in pairs if a["status"] == "ok" and b["source"] is not None]
-                    added = [passed for first, second, passed in after if first and first < second]
-                    left = [passed for first, second, passed in after if second != first and not (first and first < second)]
+                    added, left = [], []  # passed or not, of those with other moves: kept every first move, or not
+                    for first, second, passed in after:
+                        if second != first:
+                            (added if first and first < second else left).append(passed)
                     md.append(f"| {r['name']} | {step} | {name} | {len(new)} of {len(pairs)} | {len(ok)} | {len(better)} | "
                               f"{len(left)} ({sum(left)}) / {len(added)} ({sum(added)}) of {len(after)} |")
     moved = [r for r in held if {0, r["held"][-1]["step"]} <= {a["step"] for a in r["answers"]} and r["held"][-1]["step"]]

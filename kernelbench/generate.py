@@ -480,9 +480,9 @@ def _spell(spec):
     task 98's `torch.max(x, dim=1).values`, task 23's `x.mean(dim=[...])`): 7 of its 16 level-2 failures
     were on the 9 tasks with a line the generator never wrote (some of those are ops it does not draw:
     a min over a dim, a mean over channels and space at once, a subtracted mean). The first spelling
-    is the one every task had before. Not drawn
-    for min/max against a constant: level 2's `torch.min(x, torch.tensor(c))` runs another kernel than
-    the clamp, so the teacher's measured speedups would no longer be its task's."""
+    is the one every task had before. Not drawn for min/max against a constant: level 2's
+    `torch.min(x, torch.tensor(c))` runs another kernel than the clamp, so the teacher's measured
+    speedups would no longer be its task's."""
     rng = random.Random(f"spellings {spec['seed']}")
     for op in spec["ops"]:
         if op["kind"] in ("logsumexp", "sum", "mean", "max", "global_avg_pool"):

@@ -14,7 +14,8 @@ OUT/solutions/levelG/N_Name.<move>.py, the layout evaluate.py pairs by id:
         --gpu h200 --out results/teacher-h200
 
 A task often admits several moves, and the best program composes them; the teacher's solutions never
-do: finding the composition is what search and RL are for (composed(), below, is a measuring oracle). How each move is written:
+do: finding the composition is what search and RL are for (composed(), below, is a measuring oracle).
+How each move is written:
     drop_noop                the ops that are the identity on every value they can see are left out
     constant_output          the ops up to the point where every value is pinned (a clamp, a min, a
                              softmax over one element, LayerNorm over one element) are skipped: the
