@@ -133,6 +133,7 @@ steps = min(len(r["log"]) for r in runs)  # compare over the steps every run rea
 # the runs' own judgements (step >= 0), not the seeds judged earlier, say where and at which commit
 records = [e["record"] for r in runs for es in r["bank"].entries.values() for e in es if e["step"] >= 0]
 env = next((rec["env"] for rec in records if rec.get("env")), {})  # the judge's: commit, GPU, driver, torch
+commits = sorted({rec["env"]["commit"] for rec in records if rec.get("env", {}).get("commit")})  # runs added later
 tolerance = next((rec["tolerance"] for rec in records if rec.get("tolerance")), "?")
 s0 = runs[0]["settings"]
 md = [f"# Contrastive vs plain RL ({env.get('gpu', '?')})", "",
@@ -149,7 +150,7 @@ md = [f"# Contrastive vs plain RL ({env.get('gpu', '?')})", "",
       + ("" if "lr" in varied else f", lr {s0['lr']:g}")
       + f", temperature {s0['temperature']}, adv clip {s0['adv_clip']}, judge trials {s0['trials']} iters {s0['iters']}"
       + (f", fresh tasks covering each move {s0['rl_cover']} time(s) (--rl-cover)" if s0.get("rl_cover") and "rl_cover" not in varied else ""),
-      f"- commit {env.get('commit', '?')}, GPU {env.get('gpu', '?')}, driver {env.get('driver', '?')}, "
+      f"- commit{'s' if len(commits) > 1 else ''} {', '.join(commits) or '?'}, GPU {env.get('gpu', '?')}, driver {env.get('driver', '?')}, "
       f"torch {env.get('torch', '?')}, tolerance {tolerance}",
       f"- compared over the first {steps} steps (the fewer any run reached)", "",
       "| run | answers | parse | compile | correct | copies of a seed | reward, first half | reward, second half | "

@@ -639,9 +639,10 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
     fused = "CUDA_SRC = '__global__ void k() {}'\nmod = cudal1.load_cuda(CUDA_SRC)\n"
     ok = dict(status="ok", correct=True, speedup=1.5, env=dict(gpu="TestGPU", commit="abc"), tolerance="strict")
     bad = dict(status="incorrect", correct=False)
+    ok2 = dict(ok, env=dict(gpu="TestGPU", commit="def"))  # a run added later, at another commit
     runs = []
     for plain, answers in ((False, [(0, fused, ok), (1, const, bad), (2, const, bad), (3, fused, ok)]),
-                           (True, [(0, fused, ok), (1, fused, ok), (2, const, ok), (3, fused, bad)])):
+                           (True, [(0, fused, ok2), (1, fused, ok2), (2, const, ok2), (3, fused, bad)])):
         d = tmp_path / ("plain" if plain else "contrastive")
         d.mkdir()
         (d / "settings.json").write_text(json.dumps(dict(
@@ -680,6 +681,7 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
     p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "rl_report.py"), *runs], cwd=ROOT,
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr[-2000:]
+    assert "- commits abc, def, GPU TestGPU" in p.stdout, p.stdout[:1000]
     row = {}  # each run's first row: the per-run table's
     for line in p.stdout.splitlines():
         if line.startswith("| "):
