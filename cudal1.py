@@ -1547,9 +1547,11 @@ def group_advantages(rewards, group_size, clip=1.5, std_floor=0.1, known=None):
     return adv if known is None else adv.masked_fill(torch.as_tensor(known, dtype=torch.bool), 0.0)
 
 
-def gain_advantages(rewards, clip=1.5, known=None):
+def gain_advantages(rewards, clip=1.5, known=None, floor=None):
     """(N,) rewards -> (N,) advantages measured from eager speed, not from the group's mean: a correct
     answer faster than the reference earns its log2 speedup (clipped to `clip`), everything else 0.
+    floor: (N,) rewards each answer must beat instead of eager's 0 (--advantage improve: its task's
+    best before the step), so an answer earns the log2 of how much faster it is than that.
 
     Against the group baseline, a slow pass (0.9x) among failures earns a full positive advantage
     and a fast answer among faster ones a negative one: on the H100 at lr 1e-4 that moved the policy
@@ -1560,7 +1562,10 @@ def gain_advantages(rewards, clip=1.5, known=None):
     the H100 it degraded the held-out line less (-8% against -11%, one seed) and spread the constant
     output onto tasks it does not hold for instead (results/learning-h100-gain.md).
     """
-    adv = torch.as_tensor(rewards, dtype=torch.float32).clamp(0.0, clip)
+    adv = torch.as_tensor(rewards, dtype=torch.float32)
+    if floor is not None:
+        adv = adv - torch.as_tensor(floor, dtype=torch.float32).clamp(min=0.0)  # never below eager's bar
+    adv = adv.clamp(0.0, clip)
     return adv if known is None else adv.masked_fill(torch.as_tensor(known, dtype=torch.bool), 0.0)
 
 

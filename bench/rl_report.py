@@ -178,6 +178,7 @@ def by_visit(sampled, steps, admits, known):
     first = {}
     for a in sampled:  # answers.jsonl is in step order
         first.setdefault(a["task"], a["step"])
+    beat = beats_best(sampled)
     out = []
     for later in (False, True):
         xs = [a for a in sampled if a["step"] < steps and (a["step"] > first[a["task"]]) == later]
@@ -192,8 +193,33 @@ def by_visit(sampled, steps, admits, known):
                    + (f"{sum(any(a['adv'] for a in g) for g in groups.values()) / len(groups):.0%}"
                       if groups and all("adv" in a for a in xs) else "-") + " | "
                    + ("{} ({} / {})".format(*choices(groups.values(), known))
-                      if known and any(a["task"] in admits for a in xs) and all("adv" in a for a in xs) else "-"))
+                      if known and any(a["task"] in admits for a in xs) and all("adv" in a for a in xs) else "-")
+                   + " | " + (" / ".join("{} ({:.1f})".format(sum(beat.get(id(a)) == b for a in xs),
+                                                             sum(a["adv"] for a in xs if beat.get(id(a)) == b))
+                                         for b in (True, False)) if all("adv" in a for a in xs) else "-"))
     return " | ".join(out)
+
+
+def beats_best(sampled):
+    """{id(answer): whether it beat its task's best so far} for the answers with a positive applied
+    advantage: the best is the top reward of the run's correct answers at the task's earlier steps, the
+    reference's 0 (1.00x) before any. Under --advantage gain an answer that beats eager is pushed up even
+    where it is slower than what the task already had (at a contrastive prompt's later visits: what the
+    prompt showed); --advantage improve pushes none of those."""
+    best, out, step = collections.defaultdict(float), {}, None
+    done = []  # the current step's answers, which join the best only once the step is over
+    for a in sampled + [None]:
+        if a is None or a["step"] != step:
+            for d in done:
+                if d["status"] == "ok":
+                    best[d["task"]] = max(best[d["task"]], d["reward"])
+            done, step = [], a and a["step"]
+        if a is None:
+            break
+        if a.get("adv", 0) > 0:
+            out[id(a)] = a["reward"] > best[a["task"]]
+        done.append(a)
+    return out
 
 
 def choices(groups, known):
@@ -345,11 +371,17 @@ if all(r["sampled"] for r in runs):
            "groups whose correct answers (one per code) open with two or more moves, the only ones that can teach "
            "which move to write, and in brackets those whose applied advantages, summed per move, pushed the move "
            "of their best answer most / another move most (the rest pushed no move up: under --advantage gain no "
-           "new code beat eager).",
+           "new code beat eager). Pushed up: answers given a positive advantage that beat their task's best so far "
+           "(the top reward of its correct answers at earlier steps; the reference's 1.00x before any) / that did "
+           "not, and the advantage applied to each: under --advantage gain an answer slower than what the task "
+           "already had (what a contrastive prompt shows at a later step) is pushed up if it beats eager; under "
+           "--advantage improve it is not.",
            "", "| run | first step: answers | correct | reward | off-move (correct) | groups with a signal "
-           "| choices (best move / another pushed most) | later steps: answers | correct | reward | off-move (correct) "
-           "| groups with a signal | choices (best move / another pushed most) |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "| choices (best move / another pushed most) | pushed up: beat the task's best / slower (advantage) "
+           "| later steps: answers | correct | reward | off-move (correct) "
+           "| groups with a signal | choices (best move / another pushed most) "
+           "| pushed up: beat the task's best / slower (advantage) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     known = openers("gpu") if any(r["admits"] for r in runs) else []  # how each move's teacher answer opens
     md += [f"| {r['name']} | {by_visit(r['sampled'], steps, r['admits'], known)} |" for r in runs] + [""]
     if known:

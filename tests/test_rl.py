@@ -107,6 +107,19 @@ def test_gain_advantages_push_only_wins_over_eager():
     assert cudal1.gain_advantages(rewards, known=known).tolist() == pytest.approx([1, 0, 1.5, 0.5])
 
 
+def test_improve_advantages_push_only_wins_over_the_tasks_best():
+    """--advantage improve: the bar is each answer's task's best so far (a reward), not eager's 0: an answer
+    slower than it earns nothing however far it beats eager, a faster one the log2 of the difference; a bar
+    below eager's (the task's best a slow pass) counts as eager's."""
+    rewards = [1.0, 2.0, 0.5, -2.0, 0.5]
+    floor = [1.5, 1.5, 0.0, 0.0, -0.5]
+    assert cudal1.gain_advantages(rewards, clip=1.5, floor=floor).tolist() == pytest.approx([0, 0.5, 0.5, 0, 0.5])
+    assert cudal1.gain_advantages(rewards, clip=1.5, floor=[0.0] * 5).tolist() == \
+        cudal1.gain_advantages(rewards, clip=1.5).tolist()  # at a first visit, gain
+    known = [False, True, False, False, False]
+    assert cudal1.gain_advantages(rewards, known=known, floor=floor).tolist() == pytest.approx([0, 0, 0.5, 0, 0.5])
+
+
 # ---- loss
 
 def test_known_code_earns_no_advantage():
@@ -387,6 +400,22 @@ def test_fresh_bank_is_seeded_with_judged_solutions_of_this_device(tmp_path):
     # find -- neither the seeded 9.0x (the library's) nor the copy's 1.5x is what RL found
     assert log["best"][TASK] is None and log["copied"] == 1.0, log
     assert not (out / "candidates" / "level1" / "19_ReLU.py").exists()
+
+
+def test_improve_pushes_nothing_a_task_already_beat(tmp_path):
+    """--advantage improve end to end: the bank holds a 2.0x solution of the task (a seed), so the policy's
+    new answers at 1.5x beat eager but not it: gain pushes them up, improve does not."""
+    adv = {}
+    for mode in ("gain", "improve"):
+        run, out, prompts = rl_runner(tmp_path / mode, fake_judge=True)
+        seeds, small = tmp_path / mode / "records.jsonl", tmp_path / mode / "19_ReLU.seed.py"
+        small.write_text(RELU.replace("x.clamp_min(0)", "x.clamp(min=0)"))  # not the policy's code
+        seeds.write_text(json.dumps(dict(task=TASK, solution=str(small), status="ok", correct=True, speedup=2.0,
+                                         env={"device": "cpu"})) + "\n")
+        run(1, "--seed-bank", str(seeds), "--num-samples", "4", "--advantage", mode)
+        adv[mode] = [a["adv"] for a in map(json.loads, open(out / "answers.jsonl"))]
+    assert adv["gain"] == pytest.approx([0.585, 0, 0.585, 0], abs=1e-3), adv  # log2 1.5 for each good answer
+    assert adv["improve"] == [0, 0, 0, 0], adv
 
 
 def test_a_seed_restating_its_constructor_and_a_copy_of_it_meet_in_one_form(tmp_path):
@@ -699,8 +728,9 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
     visits = {line.split(" | ")[0]: line for line in p.stdout.splitlines()
               if line.startswith("| ") and " | 1 | 100% | +0.58 | " in line}
     # choices -: no task's moves known
-    assert visits["| contrastive seed 1"].endswith(" | 1 | 100% | +0.58 | - | 100% | - | 3 | 33% | -1.14 | - | 33% | - |")
-    assert visits["| plain seed 1"].endswith(" | 1 | 100% | +0.58 | - | - | - | 3 | 67% | -0.28 | - | - | - |")
+    assert visits["| contrastive seed 1"].endswith(" | 1 | 100% | +0.58 | - | 100% | - | 1 (0.5) / 0 (0.0) | 3 | 33% "
+                                                "| -1.14 | - | 33% | - | 0 (0.0) / 1 (0.5) |")  # step 3: as fast as step 0
+    assert visits["| plain seed 1"].endswith(" | 1 | 100% | +0.58 | - | - | - | - | 3 | 67% | -0.28 | - | - | - | - |")
     # steps 0-1 against 2-3: a signal at step 0 alone; known code 0, 0.5, then 1 and 1
     col = row["| run"].index("groups with a signal, first half -> second half (codes each, whole run)")
     assert (row["| contrastive seed 1"][col], row["| plain seed 1"][col]) == ("50% -> 0% (1.5)", "-")
@@ -795,7 +825,7 @@ def test_rl_report_counts_answers_claiming_a_move_their_task_lacks(tmp_path):
         dict(step=1, task=key, reward=0.5, status="ok", text=own),
         dict(step=1, task=key, reward=-2.0, status="incorrect", text=other)])
     row = next(line for line in out.splitlines() if line.startswith("| contrastive seed 1 | 1 |"))
-    assert row == "| contrastive seed 1 | 1 | 100% | +0.50 | 0% (0%) | - | - | 2 | 50% | -0.75 | 50% (0%) | - | - |", row
+    assert row == "| contrastive seed 1 | 1 | 100% | +0.50 | 0% (0%) | - | - | - | 2 | 50% | -0.75 | 50% (0%) | - | - | - |", row
 
 
 def test_rl_report_counts_the_groups_that_offer_a_choice_of_move(tmp_path):
@@ -819,7 +849,9 @@ def test_rl_report_counts_the_groups_that_offer_a_choice_of_move(tmp_path):
                 row(5, 1.0, 0.0, own), row(5, 1.0, 0.0, disguised)]
     out, _ = report_on_a_fresh_task(tmp_path, rows)
     row = next(line for line in out.splitlines() if line.startswith("| contrastive seed 1 | 2 |"))
-    assert row.endswith(" | 100% | 1 (1 / 0) | 13 | 100% | +0.76 | 31% (100%) | 60% | 3 (1 / 1) |"), row
+    # pushed up: step 0's two beat the reference; every later push is of an answer no faster than step 0's 1.0
+    assert row.endswith(" | 100% | 1 (1 / 0) | 2 (1.2) / 0 (0.0) | 13 | 100% | +0.76 | 31% (100%) | 60% | 3 (1 / 1) "
+                        "| 0 (0.0) / 9 (4.7) |"), row
 
 
 def test_rl_report_by_move_gives_each_moves_reward_and_advantage(tmp_path):
