@@ -8,7 +8,8 @@ new ModelNew. Every parsed answer is judged in one call to evaluate.judge_many (
 CLI and of stage 2; code the bank has measured keeps that verdict), each record becomes a reward
 (cudal1.reward), rewards are normalised within each task's group and clipped
 (cudal1.group_advantages; --advantage gain: measured from eager speed, cudal1.gain_advantages), and
-one optimizer step follows on -mean(advantage * log-prob of the answer tokens) (cudal1.pg_loss).
+one optimizer step follows on -mean(advantage * log-prob of the answer tokens) (cudal1.pg_loss; with
+--kl, plus a KL penalty to the starting policy, cudal1.kl_penalty).
 Every judged solution goes back into the bank, so the next prompt for a task contrasts its newest
 variants. --plain runs the same loop with plain prompts: the paper's ablation.
 
@@ -92,6 +93,9 @@ parser.add_argument("--advantage", choices=("group", "gain", "improve"), default
                     "log2 speedup where it beats eager, 0 for every other answer (cudal1.gain_advantages); improve: "
                     "gain measured from the task's best before the step instead of eager (at a first visit the "
                     "same), so an answer slower than what the bank holds earns nothing")
+parser.add_argument("--kl", type=float, default=0.0, help="weight of a KL penalty to the --init policy on the "
+                    "updated answers' tokens (cudal1.kl_penalty, GRPO's estimator), so RL moves the policy only "
+                    "where the reward asks; 0: off (a frozen copy of the --init weights is kept when on)")
 parser.add_argument("--std-floor", type=float, default=0.1, help="smallest group std of rewards divided by (log2 units)")
 parser.add_argument("--max-speedup", type=float, default=20.0, help="a speedup above this is judged again; 0: off")
 parser.add_argument("--update-tokens", type=int, default=-1, help="at most this many tokens (prompt + answer, "
@@ -220,6 +224,8 @@ start = f"resumed {args.out} at step {step}" if resumed else f"starting from {ar
 say(f"{start}: {model.num_params() / 1e6:.2f}M params on {device} ({dtype}), {world} rank(s), "
     f"{'plain' if args.plain else 'contrastive'} prompts")
 optimizer = cudal1.adamw(model, args.lr, args.weight_decay, device)
+# --kl: the policy RL started from, frozen (on resume too: the anchor is --init, not the last checkpoint)
+anchor = cudal1.load_checkpoint(args.init, device)[0].eval().requires_grad_(False) if args.kl > 0 else None
 if resumed and "optimizer" in meta:  # a fresh run starts a fresh optimizer: SFT's moments fit another loss
     optimizer.load_state_dict(meta["optimizer"])
     for g in optimizer.param_groups:
@@ -577,26 +583,34 @@ def judge(groups):
 
 
 def policy_step(groups, adv):
-    """One optimizer step on this batch; returns this rank's share of its loss, or None when no
-    group anywhere had a signal (a nonzero advantage: with --advantage group, rewards not all equal;
-    with gain, a new answer faster than eager). Groups without one are skipped: their advantages are
-    zero, so they would add only forward passes and count in the mean."""
+    """One optimizer step on this batch; returns (this rank's share of its loss, its share of the KL
+    penalty's token mean before --kl weighs it: None when off), or (None, None) when no group on any rank
+    had a signal (a nonzero advantage: with --advantage group, rewards not all equal; with gain, a new
+    answer faster than eager). Groups without one are skipped: their advantages are zero, so they would add only
+    forward passes and count in the mean; --kl anchors the answers the update moves."""
     live = [(g, adv[i * G:(i + 1) * G]) for i, g in enumerate(groups) if adv[i * G:(i + 1) * G].abs().sum() > 0]
     n_tok = torch.tensor(float(sum(len(r) for g, _ in live for r in g["rows"])), device=device)
     if ddp:
         dist.all_reduce(n_tok)  # the loss is a mean over the answer tokens of every rank
     if n_tok.item() == 0:
-        return None
+        return None, None
     model.train()
     sampling = (args.temperature, args.top_k, args.top_p)  # the distribution the answers came from
-    total = 0.0
+    total, kl_total = 0.0, 0.0
     for g, a in live:
         # --update-tokens: the group's rows in parts of at most that many tokens, one backward each;
         # the loss is a token mean, so the parts' gradients add up to the whole group's
         for j, per in cudal1.row_parts(len(g["prompt"]), [len(r) for r in g["rows"]], args.update_tokens):
+            rows = g["rows"][j:j + per]
             with cudal1.autocast(device, dtype):
-                logp, mask = cudal1.answer_logprobs(model, g["prompt"], g["rows"][j:j + per], *sampling)  # (rows, L)
+                logp, mask = cudal1.answer_logprobs(model, g["prompt"], rows, *sampling)  # (rows, L)
             loss = cudal1.pg_loss(logp, mask, a[j:j + per].to(device))
+            if anchor is not None:
+                with torch.no_grad(), cudal1.autocast(device, dtype):
+                    ref, _ = cudal1.answer_logprobs(anchor, g["prompt"], rows, *sampling)
+                kl = cudal1.kl_penalty(logp, ref, mask)
+                loss = loss + args.kl * kl
+                kl_total += kl.item() * mask.sum().item() / n_tok.item()
             loss = loss * mask.sum() / n_tok  # the part's mean -> its share of the batch's token mean
             loss.backward()
             total += loss.item()
@@ -609,7 +623,7 @@ def policy_step(groups, adv):
         torch.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-    return total
+    return total, (kl_total if anchor is not None else None)
 
 
 def write_candidate(a, step):
@@ -676,7 +690,7 @@ def update_bank(answers, step):
             write_candidate(new, step)
 
 
-def log_step(step, answers, rejudged, n_shown, loss, times):
+def log_step(step, answers, rejudged, n_shown, loss, kl, times):
     """One line per step on screen, the same numbers in log.jsonl; every answer in answers.jsonl."""
     t0, t1, t2, t3 = times
     n = len(answers)
@@ -695,6 +709,7 @@ def log_step(step, answers, rejudged, n_shown, loss, times):
     signal = sum(any(a["adv"] for a in g) for g in groups) / len(groups)
     distinct = statistics.mean(len({cudal1.same_code(a["source"]) for a in g if a["source"] is not None}) for g in groups)
     line = dict(step=step, reward_mean=statistics.mean(rewards), reward_max=max(rewards), loss=loss,
+                kl=kl,  # --kl: the penalty's token mean over the updated answers (this rank's), before its weight
                 stopped=sum(a["stopped"] for a in answers) / n, parsed=parsed, compiled=compiled, correct=correct,
                 copied=copied, known=sum(a["known"] for a in answers) / n,
                 composed=sum(len(cudal1.moves_shown(a["source"])) >= 2 for a in good) / max(1, len(good)),
@@ -714,7 +729,8 @@ def log_step(step, answers, rejudged, n_shown, loss, times):
     bests = " ".join(f"{k.split('/')[1][:-3][:12]} {'-' if best[k] is None else f'{best[k]:.2f}x'}" for k in in_step)
     say(f"step {step + 1:4d}/{args.steps} | reward mean {line['reward_mean']:+.2f} max {line['reward_max']:+.2f} | "
         f"parse {parsed:.0%} compile {compiled:.0%} correct {correct:.0%} ({copied:.0%} copies) | "
-        f"{signal:.0%} of groups with a signal, {distinct:.1f} codes each | best {bests} | "
+        f"{signal:.0%} of groups with a signal, {distinct:.1f} codes each | "
+        + (f"kl {kl:.4f} | " if kl is not None else "") + f"best {bests} | "
         f"sample {t1 - t0:.0f}s judge {t2 - t1:.0f}s (GPU {line['judge_gpu_s']:.0f}s, slowest build "
         f"{line['judge_build_s']:.0f}s) train {t3 - t2:.0f}s"
         + (f" | {len(rejudged)} judged twice" if rejudged else ""))
@@ -753,13 +769,13 @@ while step < args.steps:
               for a in answers] if args.advantage == "improve" else None)  # the bank before this step
     adv = (cudal1.group_advantages(rewards, G, args.adv_clip, args.std_floor, known) if args.advantage == "group"
            else cudal1.gain_advantages(rewards, args.adv_clip, known, floor))  # known code earns none
-    loss = policy_step(groups, adv)
+    loss, kl = policy_step(groups, adv)
     t3 = time.time()
     for a, r, k, v in zip(answers, rewards, known, adv.tolist()):
         a["reward"], a["known"], a["adv"] = r, k, v
     answers, rejudged, n_shown = share(answers, rejudged, [g["n_shown"] for g in groups])
     update_bank(answers, step)
-    log_step(step, answers, rejudged, n_shown, loss, (t0, t1, t2, t3))
+    log_step(step, answers, rejudged, n_shown, loss, kl, (t0, t1, t2, t3))
 
     # ---- save; stop at the time limit (rank 0's clock decides for everyone)
     step += 1

@@ -107,6 +107,21 @@ def test_gain_advantages_push_only_wins_over_eager():
     assert cudal1.gain_advantages(rewards, known=known).tolist() == pytest.approx([1, 0, 1.5, 0.5])
 
 
+def test_kl_penalty_by_hand():
+    """cudal1.kl_penalty: 0 where the policy agrees with the reference, exp(d) - d - 1 per token otherwise
+    (d = ref - logp, padding left out), and its gradient pulls each log-prob towards the reference's."""
+    logp = torch.tensor([[-1.0, -2.0, -0.5], [-1.0, 0.0, 0.0]], requires_grad=True)
+    mask = torch.tensor([[1.0, 1.0, 1.0], [1.0, 0.0, 0.0]])
+    assert cudal1.kl_penalty(logp, logp.detach(), mask).item() == 0.0
+    ref = torch.tensor([[-1.5, -1.0, -0.5], [-3.0, 5.0, 5.0]])  # the padding's 5.0 must not count
+    d = torch.tensor([-0.5, 1.0, 0.0, -2.0])
+    kl = cudal1.kl_penalty(logp, ref, mask)
+    assert kl.item() == pytest.approx(((d.exp() - d - 1).sum() / 4).item())
+    kl.backward()
+    g = logp.grad
+    assert g[0, 0] > 0 and g[0, 1] < 0 and g[0, 2] == 0 and g[1, 0] > 0 and g[1, 1] == 0  # descent: towards ref
+
+
 def test_improve_advantages_push_only_wins_over_the_tasks_best():
     """--advantage improve: the bar is each answer's task's best so far (a reward), not eager's 0: an answer
     slower than it earns nothing however far it beats eager, a faster one the log2 of the difference; a bar
@@ -416,6 +431,19 @@ def test_improve_pushes_nothing_a_task_already_beat(tmp_path):
         adv[mode] = [a["adv"] for a in map(json.loads, open(out / "answers.jsonl"))]
     assert adv["gain"] == pytest.approx([0.585, 0, 0.585, 0], abs=1e-3), adv  # log2 1.5 for each good answer
     assert adv["improve"] == [0, 0, 0, 0], adv
+
+
+def test_kl_anchors_the_update_to_the_init_policy(tmp_path):
+    """--kl: the first step's policy is the --init policy (penalty 0), the second's has moved (penalty > 0),
+    and both are logged and printed; without --kl none is computed."""
+    run, out, prompts = rl_runner(tmp_path / "kl")
+    p = run(2, "--kl", "0.5")
+    kls = [json.loads(line)["kl"] for line in open(out / "log.jsonl")]
+    assert kls[0] == pytest.approx(0.0, abs=1e-6) and kls[1] > 1e-6, kls
+    assert "| kl 0.0000 |" in p.stdout, p.stdout
+    run, out, prompts = rl_runner(tmp_path / "off")
+    p = run(1)
+    assert json.loads(open(out / "log.jsonl").readline())["kl"] is None and "| kl " not in p.stdout
 
 
 def test_a_seed_restating_its_constructor_and_a_copy_of_it_meet_in_one_form(tmp_path):
