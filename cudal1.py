@@ -1605,9 +1605,9 @@ def kl_penalty(logp, ref_logp, mask):
     gradient pulls logp towards ref_logp. logp: (N, T) with grad; ref_logp: (N, T) under the frozen policy
     RL started from; mask as pg_loss's. Added to pg_loss times --kl, it keeps the update from rewriting
     what stages 1-2 taught where the reward does not ask it to: on the H100, 5 minutes of RL without it
-    changed 16-21 of the 52 held-out greedy answers, 6-10 of them for the worse (fused kernels that no
-    longer build: undefined or duplicated parameter names) and 1-3 for the better, in both arms
-    (results/learning-h100-spell-t64-seeds.md)."""
+    changed 16-21 of the 52 held-out greedy answers, 6-10 of them for the worse and 1-3 for the better,
+    in both arms (of the 22 that broke over five runs, 10 fused kernels that no longer build: parameters
+    named twice, or used and never declared; results/learning-h100-spell-t64-seeds.md)."""
     mask = mask.to(logp.dtype)
     d = (ref_logp.to(logp.dtype) - logp) * mask
     return ((d.exp() - d - 1) * mask).sum() / mask.sum().clamp(min=1)
