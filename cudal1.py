@@ -1346,8 +1346,10 @@ def parse_answer(text):
 #   bucket_sample    CUDA-L1's exemplar choice: earlier correct solutions from distinct score buckets
 #   reward           f(record): log2 speedup for correct answers, a fixed floor for everything else
 #   group_advantages rewards normalised within each task's group of G samples, clipped to +-k
-#   gain_advantages  (--advantage gain) the log2 speedup of a correct answer faster than eager, else 0
-#   pg_loss          -mean(advantage * log-prob of answer tokens): REINFORCE, no clip or KL
+#   gain_advantages  (--advantage gain) the log2 speedup of a correct answer faster than eager, else 0;
+#                    (improve) the same measured from the task's best so far
+#   pg_loss          -mean(advantage * log-prob of answer tokens): REINFORCE, no clip
+#   kl_penalty       (--kl) KL to the policy RL started from, on the sampled tokens
 #   implausible      a speedup big enough that it must be judged again before it is believed
 
 

@@ -7,7 +7,8 @@ measured speedups (cudal1.bucket_sample). The policy writes a performance analys
 new ModelNew. Every parsed answer is judged in one call to evaluate.judge_many (the judge of the
 CLI and of stage 2; code the bank has measured keeps that verdict), each record becomes a reward
 (cudal1.reward), rewards are normalised within each task's group and clipped
-(cudal1.group_advantages; --advantage gain: measured from eager speed, cudal1.gain_advantages), and
+(cudal1.group_advantages; --advantage gain: measured from eager speed, improve: from the task's best so
+far, cudal1.gain_advantages), and
 one optimizer step follows on -mean(advantage * log-prob of the answer tokens) (cudal1.pg_loss; with
 --kl, plus a KL penalty to the starting policy, cudal1.kl_penalty).
 Every judged solution goes back into the bank, so the next prompt for a task contrasts its newest
@@ -87,12 +88,13 @@ parser.add_argument("--min-answer-tokens", type=int, default=-1, help="drop exem
                     "left; -1: device default")
 # ---- reward and loss
 parser.add_argument("--adv-clip", type=float, default=1.5, help="advantages clipped to +-this (CUDA-L1: 1.5); "
-                    "under --advantage gain a cap on the log2 speedup: 1.5 is 2.83x")
+                    "under --advantage gain a cap on the log2 speedup: 1.5 is 2.83x (improve: on its gain over the best)")
 parser.add_argument("--advantage", choices=("group", "gain", "improve"), default="group", help="group: rewards "
                     "minus the task's group mean, over its std (cudal1.group_advantages); gain: a correct answer's "
                     "log2 speedup where it beats eager, 0 for every other answer (cudal1.gain_advantages); improve: "
-                    "gain measured from the task's best before the step instead of eager (at a first visit the "
-                    "same), so an answer slower than what the bank holds earns nothing")
+                    "gain measured from the task's best before the step instead of eager (the same at a first visit "
+                    "where the bank holds no seed; a seed's floor is its record's reading, which on a GPU may "
+                    "be another card's), so an answer slower than what the bank holds earns nothing")
 parser.add_argument("--kl", type=float, default=0.0, help="weight of a KL penalty to the --init policy on the "
                     "updated answers' tokens (cudal1.kl_penalty, GRPO's estimator), so RL moves the policy only "
                     "where the reward asks; 0: off (a frozen copy of the --init weights is kept when on)")
@@ -586,8 +588,9 @@ def policy_step(groups, adv):
     """One optimizer step on this batch; returns (this rank's share of its loss, its share of the KL
     penalty's token mean before --kl weighs it: None when off), or (None, None) when no group on any rank
     had a signal (a nonzero advantage: with --advantage group, rewards not all equal; with gain, a new
-    answer faster than eager). Groups without one are skipped: their advantages are zero, so they would add only
-    forward passes and count in the mean; --kl anchors the answers the update moves."""
+    answer faster than eager; with improve, faster than its task's best). Groups without one are
+    skipped: their advantages are zero, so they would add only forward passes and count in the mean;
+    --kl anchors the answers the update moves."""
     live = [(g, adv[i * G:(i + 1) * G]) for i, g in enumerate(groups) if adv[i * G:(i + 1) * G].abs().sum() > 0]
     n_tok = torch.tensor(float(sum(len(r) for g, _ in live for r in g["rows"])), device=device)
     if ddp:
@@ -762,11 +765,11 @@ while step < args.steps:
     rewards = [cudal1.reward(a["record"]) for a in answers]  # G consecutive answers per group
     known_code = {g["task"]: bank.sources(key[g["task"]]) for g in groups}  # the bank before this step
     known = [a["source"] is not None and cudal1.same_code(a["source"]) in known_code[a["task"]] for a in answers]
-    # improve: after a task's first visit, --advantage gain pushed up new answers that left its best move
-    # for a slower one (contrastive, 5 minutes on 64 tasks: 88-108 a run after step 16, a median 0.73-0.84x
-    # of the best, 45-78% of the advantage then applied; plain 3-6, results/learning-h100-spell-t64-seeds.md)
-    floor = ([cudal1.reward(bank.best(key[a["task"]])["record"]) if bank.best(key[a["task"]]) else 0.0
-              for a in answers] if args.advantage == "improve" else None)  # the bank before this step
+    # improve: at a task's later visits --advantage gain pushed up new answers slower than its best, most of
+    # them leaving the best's move (results/learning-h100-spell-t64-seeds.md, "pushed up")
+    task_best = {g["task"]: bank.best(key[g["task"]]) for g in groups}  # the bank before this step
+    floor = ([cudal1.reward(task_best[a["task"]]["record"]) if task_best[a["task"]] else 0.0 for a in answers]
+             if args.advantage == "improve" else None)
     adv = (cudal1.group_advantages(rewards, G, args.adv_clip, args.std_floor, known) if args.advantage == "group"
            else cudal1.gain_advantages(rewards, args.adv_clip, known, floor))  # known code earns none
     loss, kl = policy_step(groups, adv)

@@ -166,7 +166,7 @@ def composed(log, n):
     return sum(l.get("composed", 0) * g for l, g in zip(log, good)) / max(1, sum(good))
 
 
-def by_visit(sampled, steps, admits, known):
+def by_visit(sampled, steps, admits, known, seeded):
     """(answers, correct share, mean reward, off-move share (its correct share), groups with a signal) of a
     run's training answers at each task's first step, then at its later ones (of the compared steps): a
     contrastive prompt shows the run's own earlier answers only from a task's second step on; a plain prompt
@@ -174,11 +174,11 @@ def by_visit(sampled, steps, admits, known):
     against `known`) the teacher does not write for their task (`admits`); '-' where no task's moves are
     known. A group (one task's answers at one step) has a signal where any answer's applied advantage is
     nonzero; '-' for answers written before train_rl recorded it. Choices: see choices(); '-' where moves
-    are unknown or no advantage was recorded."""
+    are unknown or no advantage was recorded. Pushed up: see beats_best() (`seeded`: each task's best seed)."""
     first = {}
     for a in sampled:  # answers.jsonl is in step order
         first.setdefault(a["task"], a["step"])
-    beat = beats_best(sampled)
+    beat = beats_best(sampled, seeded)
     out = []
     for later in (False, True):
         xs = [a for a in sampled if a["step"] < steps and (a["step"] > first[a["task"]]) == later]
@@ -194,19 +194,25 @@ def by_visit(sampled, steps, admits, known):
                       if groups and all("adv" in a for a in xs) else "-") + " | "
                    + ("{} ({} / {})".format(*choices(groups.values(), known))
                       if known and any(a["task"] in admits for a in xs) and all("adv" in a for a in xs) else "-")
-                   + " | " + (" / ".join("{} ({:.1f})".format(sum(beat.get(id(a)) == b for a in xs),
-                                                             sum(a["adv"] for a in xs if beat.get(id(a)) == b))
-                                         for b in (True, False)) if all("adv" in a for a in xs) else "-"))
+                   + " | " + (pushed(xs, beat) if all("adv" in a for a in xs) else "-"))
     return " | ".join(out)
 
 
-def beats_best(sampled):
+def pushed(xs, beat):
+    """'n (advantage) / n (advantage)': of answers `xs`, those pushed up that beat their task's best, then
+    those that did not (beats_best)."""
+    return " / ".join(f"{sum(beat.get(id(a)) is b for a in xs)} ({sum(a['adv'] for a in xs if beat.get(id(a)) is b):.1f})"
+                      for b in (True, False))
+
+
+def beats_best(sampled, seeded=None):
     """{id(answer): whether it beat its task's best so far} for the answers with a positive applied
-    advantage: the best is the top reward of the run's correct answers at the task's earlier steps, the
-    reference's 0 (1.00x) before any. Under --advantage gain an answer that beats eager is pushed up even
-    where it is slower than what the task already had (at a contrastive prompt's later visits: what the
-    prompt showed); --advantage improve pushes none of those."""
-    best, out, step = collections.defaultdict(float), {}, None
+    advantage: the best is the top reward of the run's correct answers at the task's earlier steps and of
+    its seeds (`seeded`: task -> reward), the reference's 0 (1.00x) before any. Under --advantage gain an
+    answer that beats eager is pushed up even where it is no faster than what the task already had (at a
+    contrastive prompt's later visits: what the prompt showed); --advantage improve pushes none of those.
+    A resumed run's bank can hold steps its answers.jsonl no longer does: their bests are not seen here."""
+    best, out, step = collections.defaultdict(float, seeded or {}), {}, None
     done = []  # the current step's answers, which join the best only once the step is over
     for a in sampled + [None]:
         if a is None or a["step"] != step:
@@ -229,7 +235,7 @@ def choices(groups, known):
     one code under two openings is no choice. A group has a choice where its correct codes name two or more
     moves; its best moves are those of the correct codes with the top reward; a move's push is the signed sum
     of the advantages applied to its answers, and a tie for the most counts for the best move. The rest pushed
-    no move up (under --advantage gain: no new code beat eager)."""
+    no move up (under --advantage gain: no new code beat eager; improve: none beat its task's best)."""
     n = right = wrong = 0
     for g in groups:
         moves, named_as = [], {}
@@ -371,19 +377,21 @@ if all(r["sampled"] for r in runs):
            "groups whose correct answers (one per code) open with two or more moves, the only ones that can teach "
            "which move to write, and in brackets those whose applied advantages, summed per move, pushed the move "
            "of their best answer most / another move most (the rest pushed no move up: under --advantage gain no "
-           "new code beat eager). Pushed up: answers given a positive advantage that beat their task's best so far "
-           "(the top reward of its correct answers at earlier steps; the reference's 1.00x before any) / that did "
-           "not, and the advantage applied to each: under --advantage gain an answer slower than what the task "
-           "already had (what a contrastive prompt shows at a later step) is pushed up if it beats eager; under "
-           "--advantage improve it is not.",
+           "new code beat eager; improve: none beat its task's best). Pushed up: answers given a positive advantage that beat their task's best so far "
+           "(the top reward of its correct answers at earlier steps and of its seeds; the reference's 1.00x before "
+           "any) / that did not, and the advantage applied to each: under --advantage gain an answer no faster than "
+           "what the task already had (what a contrastive prompt shows at a later step) is pushed up if it beats "
+           "eager; under --advantage improve it is not.",
            "", "| run | first step: answers | correct | reward | off-move (correct) | groups with a signal "
-           "| choices (best move / another pushed most) | pushed up: beat the task's best / slower (advantage) "
+           "| choices (best move / another pushed most) | pushed up: beat the task's best / not (advantage) "
            "| later steps: answers | correct | reward | off-move (correct) "
            "| groups with a signal | choices (best move / another pushed most) "
-           "| pushed up: beat the task's best / slower (advantage) |",
+           "| pushed up: beat the task's best / not (advantage) |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     known = openers("gpu") if any(r["admits"] for r in runs) else []  # how each move's teacher answer opens
-    md += [f"| {r['name']} | {by_visit(r['sampled'], steps, r['admits'], known)} |" for r in runs] + [""]
+    seeds = lambda r: {t: max(cudal1.reward(e["record"]) for e in es if e["step"] < 0)  # the reference's 0, a seed's
+                       for t, es in r["bank"].entries.items() if any(e["step"] < 0 for e in es)}
+    md += [f"| {r['name']} | {by_visit(r['sampled'], steps, r['admits'], known, seeds(r))} |" for r in runs] + [""]
     if known:
         md += ["By move: training answers by the move their analysis opens with (named as above), over the first and "
                "the second half of the compared steps: answers, and in brackets the share of the answers to the tasks "
@@ -391,7 +399,8 @@ if all(r["sampled"] for r in runs):
                "tasks: a push that teaches when to use a move raises the first, one that teaches the move alone both; "
                "mean reward; reward minus its group's mean (one task's answers at one step); and the advantage "
                "train_rl applied (--advantage group: that over the group's std; gain: the log2 speedup over eager of "
-               "a correct answer faster than it, else 0; either clipped to adv clip, 0 for code the bank already held; "
+               "a correct answer faster than it, else 0; improve: the same over its task's best so far; clipped to adv "
+               "clip, 0 for code the bank already held; "
                "'-' where the run did not record it). The update pushes a move's "
                "answers by the last; the reward says how good the move is. Moves with fewer than 5 answers in both "
                "halves are left out.", "",

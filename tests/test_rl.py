@@ -1,5 +1,6 @@
 """Stage 3 (contrastive RL): the math by hand, the bank on disk, and train_rl.py end to end on the CPU."""
 import json
+import math
 import os
 import random
 import shutil
@@ -431,6 +432,16 @@ def test_improve_pushes_nothing_a_task_already_beat(tmp_path):
         adv[mode] = [a["adv"] for a in map(json.loads, open(out / "answers.jsonl"))]
     assert adv["gain"] == pytest.approx([0.585, 0, 0.585, 0], abs=1e-3), adv  # log2 1.5 for each good answer
     assert adv["improve"] == [0, 0, 0, 0], adv
+    # full readings of 1.45x and 1.3x over a 1.2x seed: each earns its gain over the seed, the bank before the
+    # step, not over the faster answer of the same step
+    run, out, prompts = rl_runner(tmp_path / "over", fake_judge="hold")
+    seeds, small = tmp_path / "over" / "records.jsonl", tmp_path / "over" / "19_ReLU.seed.py"
+    small.write_text(RELU.replace("x.clamp_min(0)", "x.clamp(min=0)"))
+    seeds.write_text(json.dumps(dict(task=TASK, solution=str(small), status="ok", correct=True, speedup=1.2,
+                                     env={"device": "cpu"})) + "\n")
+    run(1, "--seed-bank", str(seeds), "--num-samples", "4", "--advantage", "improve")
+    adv = [a["adv"] for a in map(json.loads, open(out / "answers.jsonl"))]
+    assert adv == pytest.approx([math.log2(1.45 / 1.2), 0, math.log2(1.3 / 1.2), 0], abs=1e-3), adv
 
 
 def test_kl_anchors_the_update_to_the_init_policy(tmp_path):
@@ -756,8 +767,8 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
     visits = {line.split(" | ")[0]: line for line in p.stdout.splitlines()
               if line.startswith("| ") and " | 1 | 100% | +0.58 | " in line}
     # choices -: no task's moves known
-    assert visits["| contrastive seed 1"].endswith(" | 1 | 100% | +0.58 | - | 100% | - | 1 (0.5) / 0 (0.0) | 3 | 33% "
-                                                "| -1.14 | - | 33% | - | 0 (0.0) / 1 (0.5) |")  # step 3: as fast as step 0
+    assert visits["| contrastive seed 1"].endswith(  # pushed up at step 3: as fast as step 0's, not faster
+        " | 1 | 100% | +0.58 | - | 100% | - | 1 (0.5) / 0 (0.0) | 3 | 33% | -1.14 | - | 33% | - | 0 (0.0) / 1 (0.5) |")
     assert visits["| plain seed 1"].endswith(" | 1 | 100% | +0.58 | - | - | - | - | 3 | 67% | -0.28 | - | - | - | - |")
     # steps 0-1 against 2-3: a signal at step 0 alone; known code 0, 0.5, then 1 and 1
     col = row["| run"].index("groups with a signal, first half -> second half (codes each, whole run)")
@@ -817,10 +828,11 @@ def test_rl_report_names_runs_by_the_setting_they_differ_in(tmp_path):
     assert (tmp_path / "report.svg").read_text().count("<polyline") == 2
 
 
-def report_on_a_fresh_task(tmp_path, rows):
+def report_on_a_fresh_task(tmp_path, rows, seed_speedup=None):
     """bench/rl_report.py's stdout on a contrastive run over one fresh generated task (its files written
     as train_rl writes them), whose answers.jsonl is rows(task key, its own teacher solution's answer, the
-    answer of a constant_output solution of another task: a move this task lacks), and that own move."""
+    answer of a constant_output solution of another task: a move this task lacks), and that own move;
+    seed_speedup: a bank that starts with a seed of the task measured so."""
     from kernelbench import generate as gen, teacher
     run = tmp_path / "run"
     name, src, meta = gen.tasks(cudal1.FRESH_SEED, 1, "cpu", split="train")[0]
@@ -832,6 +844,9 @@ def report_on_a_fresh_task(tmp_path, rows):
     move, sol = next(iter(own.items()))
     answers = rows(f"levelG/{name}.py", cudal1.format_answer(sol), cudal1.format_answer(other))
     (run / "answers.jsonl").write_text("".join(json.dumps(r) + "\n" for r in answers))
+    if seed_speedup:
+        (run / "bank.jsonl").write_text(json.dumps(dict(step=-1, task=f"levelG/{name}.py", source=sol, record=dict(
+            status="ok", correct=True, speedup=seed_speedup))) + "\n")
     (run / "settings.json").write_text(json.dumps(dict(
         plain=False, seed=1, out=str(run), init="out/sft", tasks_per_step=1, num_samples=2, lr=1e-5,
         temperature=0.8, adv_clip=1.5, trials=5, iters=20)))
@@ -853,7 +868,26 @@ def test_rl_report_counts_answers_claiming_a_move_their_task_lacks(tmp_path):
         dict(step=1, task=key, reward=0.5, status="ok", text=own),
         dict(step=1, task=key, reward=-2.0, status="incorrect", text=other)])
     row = next(line for line in out.splitlines() if line.startswith("| contrastive seed 1 | 1 |"))
-    assert row == "| contrastive seed 1 | 1 | 100% | +0.50 | 0% (0%) | - | - | - | 2 | 50% | -0.75 | 50% (0%) | - | - | - |", row
+    assert row == ("| contrastive seed 1 | 1 | 100% | +0.50 | 0% (0%) | - | - | - | 2 | 50% | -0.75 | 50% (0%) "
+                   "| - | - | - |"), row
+
+
+def test_rl_report_counts_pushes_that_beat_the_tasks_best(tmp_path):
+    """By visit, pushed up: an answer beats its task's best as it stood before its step (a faster answer of
+    the same step does not raise the bar), and a seed in the bank counts as a best."""
+    rows = lambda key, own, other: [
+        dict(step=0, task=key, reward=1.0, adv=1.0, status="ok", text=other),  # the faster first
+        dict(step=0, task=key, reward=0.5, adv=0.5, status="ok", text=own),
+        dict(step=1, task=key, reward=0.8, adv=0.8, status="ok", text=own),  # below step 0's 1.0
+        dict(step=1, task=key, reward=1.2, adv=1.2, status="ok", text=own + "# again\n")]
+    out, _ = report_on_a_fresh_task(tmp_path / "fresh", rows)
+    visits = lambda out: next(line for line in out.splitlines() if line.startswith("| contrastive seed 1 | 2 |")
+                              and line.count(" | ") == 14)  # the by-visit table's row: 2 answers at the first step
+    row = visits(out)
+    assert " | 2 (1.5) / 0 (0.0) | 2 | " in row and row.endswith(" | 1 (1.2) / 1 (0.8) |"), row
+    out, _ = report_on_a_fresh_task(tmp_path / "seeded", rows, seed_speedup=2 ** 1.1)  # reward 1.1
+    row = visits(out)
+    assert " | 0 (0.0) / 2 (1.5) | 2 | " in row and row.endswith(" | 1 (1.2) / 1 (0.8) |"), row
 
 
 def test_rl_report_counts_the_groups_that_offer_a_choice_of_move(tmp_path):
