@@ -869,12 +869,14 @@ def generate(model, prompts, num_samples=1, max_new_tokens=512, temperature=1.0,
     return groups[0] if single else groups
 
 
-def answer_logprobs(model, prompt, answers, temperature=1.0, top_k=0, top_p=1.0):
+def answer_logprobs(model, prompt, answers, temperature=1.0, top_k=0, top_p=1.0, unfiltered=False):
     """Log-probability of every answer token given the prompt, for G answers to one prompt, under
     the distribution they were sampled from (filter_logits with the sampler's settings; temperature
     0, greedy, has none: scored at 1): returns (logp, mask), both (G, L) with L the longest answer,
     mask 1.0 on real tokens (logp is 0 elsewhere). Differentiable: the policy-gradient loss is built
-    on it."""
+    on it. unfiltered=True: (logp, mask, the log-probs at the temperature before top-k/top-p) from the
+    same forward, what kl_penalty compares (under a top-p cut a token the policy is sure of has log-prob
+    0 whatever the weights, so no pull back could reach it)."""
     device = model.lm_head.weight.device
     G, P, L = len(answers), len(prompt), max(len(a) for a in answers)
     x = torch.zeros(G, P + L, dtype=torch.long)
@@ -892,6 +894,8 @@ def answer_logprobs(model, prompt, answers, temperature=1.0, top_k=0, top_p=1.0)
     kept = kept.scatter(-1, t, (logits / temperature).gather(-1, t))
     logp = kept.log_softmax(-1).gather(-1, t).view(G, L)
     mask = (targets != -1).float()
+    if unfiltered:
+        return logp * mask, mask, (logits / temperature).log_softmax(-1).gather(-1, t).view(G, L) * mask
     return logp * mask, mask
 
 # -----------------------------------------------------------------------------
@@ -1604,12 +1608,15 @@ def pg_loss(logp, mask, adv):
 def kl_penalty(logp, ref_logp, mask):
     """Mean over answer tokens of KL(policy || reference), estimated on the sampled tokens as GRPO does:
     exp(d) - d - 1 with d = ref_logp - logp, which is never negative, 0 where the two agree, and whose
-    gradient pulls logp towards ref_logp. logp: (N, T) with grad; ref_logp: (N, T) under the frozen policy
-    RL started from; mask as pg_loss's. Added to pg_loss times --kl, it keeps the update from rewriting
-    what stages 1-2 taught where the reward does not ask it to: on the H100, 5 minutes of RL without it
+    gradient pulls logp towards ref_logp (d clipped to +-20 and each token's term to 10, so one token
+    the reference finds far likelier cannot set a step's direction alone). logp: (N, T) with grad, and
+    ref_logp: (N, T) under the frozen policy RL started from, both unfiltered (answer_logprobs' third
+    output); mask as pg_loss's. Added to pg_loss times --kl, it keeps the update from rewriting what
+    stages 1-2 taught where the reward does not ask it to: on the H100, 5 minutes of RL without it
     changed 16-21 of the 52 held-out greedy answers, 6-10 of them for the worse and 1-3 for the better,
-    in both arms (of the 22 that broke over five runs, 10 fused kernels that no longer build: parameters
-    named twice, or used and never declared; results/learning-h100-spell-t64-seeds.md)."""
+    in both arms (of the 22 generated-task answers that broke over five runs, 27 with level 2, 10 were
+    fused kernels that no longer build: parameters named twice, or used and never declared;
+    results/learning-h100-spell-t64-seeds.md)."""
     mask = mask.to(logp.dtype)
-    d = (ref_logp.to(logp.dtype) - logp) * mask
-    return ((d.exp() - d - 1) * mask).sum() / mask.sum().clamp(min=1)
+    d = ((ref_logp.to(logp.dtype) - logp) * mask).clamp(-20.0, 20.0)
+    return ((d.exp() - d - 1).clamp(max=10.0) * mask).sum() / mask.sum().clamp(min=1)

@@ -49,8 +49,8 @@ parser = argparse.ArgumentParser(description="cudal1 stage 3: contrastive RL fro
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
 # ---- data
 parser.add_argument("--init", default="out/sft", help="checkpoint to start from (train_sft.py's --out, or a "
-                    "pretrained model's Hugging Face folder); "
-                    "unused once --out holds a checkpoint of its own")
+                    "pretrained model's Hugging Face folder); once --out holds a checkpoint of its own, "
+                    "unused but by --kl, which reads the init that run saved")
 parser.add_argument("--kernels", default="kernels", help="verified solutions: the tasks that 'all' means")
 parser.add_argument("--tasks", default="kernelbench", help="KernelBench tasks, level*/NAME.py")
 parser.add_argument("--rl-tasks", default=None, help="comma-separated paths under --tasks (level1/19_ReLU.py,...); "
@@ -88,7 +88,8 @@ parser.add_argument("--min-answer-tokens", type=int, default=-1, help="drop exem
                     "left; -1: device default")
 # ---- reward and loss
 parser.add_argument("--adv-clip", type=float, default=1.5, help="advantages clipped to +-this (CUDA-L1: 1.5); "
-                    "under --advantage gain a cap on the log2 speedup: 1.5 is 2.83x (improve: on its gain over the best)")
+                    "under --advantage gain a cap on the log2 speedup: 1.5 is 2.83x (improve: on its gain over "
+                    "the best)")
 parser.add_argument("--advantage", choices=("group", "gain", "improve"), default="group", help="group: rewards "
                     "minus the task's group mean, over its std (cudal1.group_advantages); gain: a correct answer's "
                     "log2 speedup where it beats eager, 0 for every other answer (cudal1.gain_advantages); improve: "
@@ -96,8 +97,9 @@ parser.add_argument("--advantage", choices=("group", "gain", "improve"), default
                     "where the bank holds no seed; a seed's floor is its record's reading, which on a GPU may "
                     "be another card's), so an answer slower than what the bank holds earns nothing")
 parser.add_argument("--kl", type=float, default=0.0, help="weight of a KL penalty to the --init policy on the "
-                    "updated answers' tokens (cudal1.kl_penalty, GRPO's estimator), so RL moves the policy only "
-                    "where the reward asks; 0: off (a frozen copy of the --init weights is kept when on)")
+                    "updated answers' tokens (cudal1.kl_penalty, GRPO's estimator, before the top-p cut), so RL "
+                    "moves the policy only where the reward asks; 0: off (when on, a frozen copy of the --init "
+                    "weights in the compute dtype)")
 parser.add_argument("--std-floor", type=float, default=0.1, help="smallest group std of rewards divided by (log2 units)")
 parser.add_argument("--max-speedup", type=float, default=20.0, help="a speedup above this is judged again; 0: off")
 parser.add_argument("--update-tokens", type=int, default=-1, help="at most this many tokens (prompt + answer, "
@@ -226,8 +228,11 @@ start = f"resumed {args.out} at step {step}" if resumed else f"starting from {ar
 say(f"{start}: {model.num_params() / 1e6:.2f}M params on {device} ({dtype}), {world} rank(s), "
     f"{'plain' if args.plain else 'contrastive'} prompts")
 optimizer = cudal1.adamw(model, args.lr, args.weight_decay, device)
-# --kl: the policy RL started from, frozen (on resume too: the anchor is --init, not the last checkpoint)
-anchor = cudal1.load_checkpoint(args.init, device)[0].eval().requires_grad_(False) if args.kl > 0 else None
+# --kl: the policy RL started from, frozen (on resume the init the run saved, not the last checkpoint)
+anchor = None
+if args.kl > 0:
+    start_weights = cudal1.load_checkpoint(meta.get("init", args.init) if resumed else args.init, device)[0]
+    anchor = cudal1.sampling_model(start_weights, dtype).requires_grad_(False)
 if resumed and "optimizer" in meta:  # a fresh run starts a fresh optimizer: SFT's moments fit another loss
     optimizer.load_state_dict(meta["optimizer"])
     for g in optimizer.param_groups:
@@ -585,8 +590,8 @@ def judge(groups):
 
 
 def policy_step(groups, adv):
-    """One optimizer step on this batch; returns (this rank's share of its loss, its share of the KL
-    penalty's token mean before --kl weighs it: None when off), or (None, None) when no group on any rank
+    """One optimizer step on this batch; returns (its loss, the KL penalty's token mean before --kl weighs
+    it: None when off; both over every rank's answers), or (None, None) when no group on any rank
     had a signal (a nonzero advantage: with --advantage group, rewards not all equal; with gain, a new
     answer faster than eager; with improve, faster than its task's best). Groups without one are
     skipped: their advantages are zero, so they would add only forward passes and count in the mean;
@@ -605,13 +610,15 @@ def policy_step(groups, adv):
         # the loss is a token mean, so the parts' gradients add up to the whole group's
         for j, per in cudal1.row_parts(len(g["prompt"]), [len(r) for r in g["rows"]], args.update_tokens):
             rows = g["rows"][j:j + per]
+            if anchor is not None:  # before the policy's forward, whose graph would otherwise sit beside it
+                with torch.no_grad(), cudal1.autocast(device, dtype):
+                    ref = cudal1.answer_logprobs(anchor, g["prompt"], rows, *sampling, unfiltered=True)[2]
             with cudal1.autocast(device, dtype):
-                logp, mask = cudal1.answer_logprobs(model, g["prompt"], rows, *sampling)  # (rows, L)
+                logp, mask, *raw = cudal1.answer_logprobs(model, g["prompt"], rows, *sampling,
+                                                          unfiltered=anchor is not None)  # (rows, L) each
             loss = cudal1.pg_loss(logp, mask, a[j:j + per].to(device))
             if anchor is not None:
-                with torch.no_grad(), cudal1.autocast(device, dtype):
-                    ref, _ = cudal1.answer_logprobs(anchor, g["prompt"], rows, *sampling)
-                kl = cudal1.kl_penalty(logp, ref, mask)
+                kl = cudal1.kl_penalty(raw[0], ref, mask)
                 loss = loss + args.kl * kl
                 kl_total += kl.item() * mask.sum().item() / n_tok.item()
             loss = loss * mask.sum() / n_tok  # the part's mean -> its share of the batch's token mean
@@ -622,6 +629,9 @@ def policy_step(groups, adv):
             if p.grad is None:
                 p.grad = torch.zeros_like(p)
             dist.all_reduce(p.grad)
+        sums = torch.tensor([total, kl_total], device=device)
+        dist.all_reduce(sums)  # the logged loss and KL: the whole batch's, not this rank's share
+        total, kl_total = sums.tolist()
     if args.grad_clip > 0:
         torch.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
     optimizer.step()
@@ -712,7 +722,7 @@ def log_step(step, answers, rejudged, n_shown, loss, kl, times):
     signal = sum(any(a["adv"] for a in g) for g in groups) / len(groups)
     distinct = statistics.mean(len({cudal1.same_code(a["source"]) for a in g if a["source"] is not None}) for g in groups)
     line = dict(step=step, reward_mean=statistics.mean(rewards), reward_max=max(rewards), loss=loss,
-                kl=kl,  # --kl: the penalty's token mean over the updated answers (this rank's), before its weight
+                kl=kl,  # --kl: the penalty's token mean over the updated answers, before its weight
                 stopped=sum(a["stopped"] for a in answers) / n, parsed=parsed, compiled=compiled, correct=correct,
                 copied=copied, known=sum(a["known"] for a in answers) / n,
                 composed=sum(len(cudal1.moves_shown(a["source"])) >= 2 for a in good) / max(1, len(good)),

@@ -121,6 +121,30 @@ def test_kl_penalty_by_hand():
     kl.backward()
     g = logp.grad
     assert g[0, 0] > 0 and g[0, 1] < 0 and g[0, 2] == 0 and g[1, 0] > 0 and g[1, 1] == 0  # descent: towards ref
+    far = torch.tensor([[-40.0]], requires_grad=True)  # the reference 40 nats likelier: one token's term is capped
+    kl = cudal1.kl_penalty(far, torch.tensor([[-10.0]]), torch.ones(1, 1))
+    kl.backward()
+    assert kl.item() == 10.0 and torch.isfinite(far.grad).all()
+
+
+def test_unfiltered_logprobs_are_the_tempered_distributions():
+    """answer_logprobs(unfiltered=True): its third output is the log-prob at the temperature before top-k/top-p,
+    what kl_penalty compares: equal to the filtered one with no filter, never above it with one (the filter
+    renormalises over fewer tokens), and it has a gradient where the filtered one is a flat 0."""
+    tok = cudal1.Tokenizer()
+    torch.manual_seed(0)
+    model = cudal1.Transformer(cudal1.Config(vocab_size=tok.vocab_size, block_size=64, n_layer=1, n_head=2,
+                                             n_kv_head=2, n_embd=32, n_hidden=64))
+    prompt, rows = tok.encode_prompt("x"), [tok.encode_answer("ab"), tok.encode_answer("abcd")]
+    logp, mask, raw = cudal1.answer_logprobs(model, prompt, rows, 0.8, 0, 1.0, unfiltered=True)
+    assert torch.allclose(logp, raw)
+    logp, mask, raw = cudal1.answer_logprobs(model, prompt, rows, 0.8, 2, 1.0, unfiltered=True)  # top-2
+    assert (raw <= logp + 1e-6).all() and (raw[mask.bool()] < 0).all()
+    with torch.no_grad():  # one token the model is sure of: its filtered log-prob is 0 under top-1
+        model.lm_head.weight[tok.encode("a")[0]] += 50.0 * model.lm_head.weight.norm()
+    logp, mask, raw = cudal1.answer_logprobs(model, prompt, [tok.encode("a")], 0.8, 1, 1.0, unfiltered=True)
+    raw.sum().backward()
+    assert logp.item() == 0.0 and model.lm_head.weight.grad.abs().sum() > 0
 
 
 def test_improve_advantages_push_only_wins_over_the_tasks_best():
@@ -445,16 +469,32 @@ def test_improve_pushes_nothing_a_task_already_beat(tmp_path):
 
 
 def test_kl_anchors_the_update_to_the_init_policy(tmp_path):
-    """--kl: the first step's policy is the --init policy (penalty 0), the second's has moved (penalty > 0),
-    and both are logged and printed; without --kl none is computed."""
-    run, out, prompts = rl_runner(tmp_path / "kl")
-    p = run(2, "--kl", "0.5")
-    kls = [json.loads(line)["kl"] for line in open(out / "log.jsonl")]
-    assert kls[0] == pytest.approx(0.0, abs=1e-6) and kls[1] > 1e-6, kls
-    assert "| kl 0.0000 |" in p.stdout, p.stdout
-    run, out, prompts = rl_runner(tmp_path / "off")
-    p = run(1)
-    assert json.loads(open(out / "log.jsonl").readline())["kl"] is None and "| kl " not in p.stdout
+    """--kl: the first step's policy is the --init policy (penalty 0), the later ones have moved (penalty > 0,
+    logged and printed); a resumed run keeps --init as its anchor; the logged penalty is the batch's token
+    mean however --update-tokens splits a group; and a heavy weight ends nearer --init than none does, on
+    the fixed answers of the driver. Without --kl none is computed."""
+    def drift(out, init):  # the penalty's own measure of the trained policy against --init
+        (model, tok, _), (start, _, _) = cudal1.load_checkpoint(str(out)), cudal1.load_checkpoint(str(init))
+        prompt = tok.encode_prompt(cudal1.plain_prompt(open(os.path.join(ROOT, "kernelbench", TASK)).read(), "CPU"))
+        rows = [tok.encode_answer(cudal1.format_answer(RELU)), tok.encode_answer(BAD)]
+        with torch.no_grad():
+            _, mask, raw = cudal1.answer_logprobs(model, prompt, rows, 0.8, 0, 0.95, unfiltered=True)
+            ref = cudal1.answer_logprobs(start, prompt, rows, 0.8, 0, 0.95, unfiltered=True)[2]
+        return cudal1.kl_penalty(raw, ref, mask).item()
+    kls, drifts, shown = {}, {}, {}
+    for name, flags in (("none", ["--kl", "0"]), ("heavy", ["--kl", "20"]), ("parts", ["--kl", "20", "--update-tokens",
+                                                                                         "1500"])):
+        run, out, prompts = rl_runner(tmp_path / name, fake_judge=True)
+        shown[name] = run(2, "--num-samples", "4", *flags).stdout
+        if name != "none":  # resumed: the anchor is the init the run saved, not the one this command names
+            shown[name] += run(3, "--num-samples", "4", *flags, "--init", str(tmp_path / "elsewhere")).stdout
+        kls[name] = [json.loads(line)["kl"] for line in open(out / "log.jsonl")]
+        drifts[name] = drift(out, tmp_path / name / "sft")
+    assert kls["none"] == [None, None] and "| kl " not in shown["none"]
+    assert kls["heavy"][0] == pytest.approx(0.0, abs=1e-6) and min(kls["heavy"][1:]) > 1e-6, kls
+    assert "| kl 0.0000 |" in shown["heavy"], shown["heavy"]
+    assert kls["parts"] == pytest.approx(kls["heavy"], rel=1e-3, abs=1e-9), kls  # 4 rows in parts of ~1 row
+    assert drifts["heavy"] < 0.8 * drifts["none"], drifts
 
 
 def test_a_seed_restating_its_constructor_and_a_copy_of_it_meet_in_one_form(tmp_path):
