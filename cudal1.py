@@ -1139,20 +1139,41 @@ def split_score(records, tasks):
 
 
 def held_out_scores(results, groups):
-    """{group: split_score} of held-out answers: results holds (task, first, second try, resampled), each
-    answer a (source, record) or None when not asked. '{group} second try' and '{group} resampled' score
-    each task by the better of its first answer and that one; their correct is the second answers' share."""
+    """{group: split_score} of held-out answers: results holds (task, first, second try, sampled...), each
+    answer a (source, record) or None when not asked. '{group} second try' and '{group} resampled' (the
+    first sampled answer) score each task by the better of its first answer and that one; their correct
+    is the second answers' share. '{group} sampled': every sampled answer, averaged (sampled_score)."""
     stats = {}
     for group, ts in groups.items():
         rows = [r for r in results if r[0] in ts]
         ones = [(r[0], r[1][1]) for r in rows]
         stats[group] = split_score(ones, ts)
         for i, name in ((2, "second try"), (3, "resampled")):
-            twos = [(r[0], r[i][1]) for r in rows if r[i]]
+            twos = [(r[0], r[i][1]) for r in rows if len(r) > i and r[i]]
             if twos:
                 stats[f"{group} {name}"] = {**split_score(ones + twos, ts), "answers": len(twos),
                                             "correct": split_score(twos, ts)["correct"]}
+        samples = [(r[0], a[1]) for r in rows for a in r[3:] if a]
+        if samples:
+            stats[f"{group} sampled"] = sampled_score(samples, ts)
     return stats
+
+
+def sampled_score(records, tasks):
+    """split_score's numbers for several sampled answers per task, averaged instead of the best taken: the
+    share of answers correct, and the geomean over `tasks` of each one's mean log speedup over its answers
+    (a failure, or a task without answers, at 1.0x; a slow pass at its speed). A greedy answer is one path
+    through the policy, and an update that moves a near tie early in it (two phrasings of one move's first
+    sentence, 0.00-0.10 logits apart on the 28M policy) rewrites the rest of the answer: this line is what
+    the policy writes on average, which one path's luck does not move."""
+    logs, solved = {}, set()
+    for task, r in records:
+        ok = bool(r and r.get("correct") and r.get("speedup"))
+        logs.setdefault(task, []).append(math.log(r["speedup"]) if ok else 0.0)
+        solved |= {task} if ok else set()
+    geomean = math.exp(sum(sum(logs[t]) / len(logs[t]) for t in tasks if t in logs) / max(1, len(tasks)))
+    return dict(tasks=len(tasks), answers=len(records), correct=sum(bool(r and r.get("correct")) for _, r in records)
+                / max(1, len(records)), solved=len(solved), geomean=geomean)
 
 # -----------------------------------------------------------------------------
 # prompts and answers

@@ -139,8 +139,10 @@ parser.add_argument("--held-out-every", type=int, default=10, help="steps betwee
 parser.add_argument("--second-try", type=int, default=1, help="1: each held-out task also gets a second greedy "
                     "answer, to the contrastive prompt its bank would give (the reference at 1.00x, and the first "
                     "answer with its measured speedup when it passed): the groups '... second try'; 0: off")
-parser.add_argument("--resample", type=int, default=0, help="1: each held-out task also gets an answer to the plain "
-                    "prompt sampled at --temperature, the groups '... resampled' (the better of it and the first): "
+parser.add_argument("--resample", type=int, default=0, help="K: each held-out task also gets K answers to the plain "
+                    "prompt sampled at --temperature (from one random stream at every measurement), the groups '... sampled' "
+                    "(their mean: cudal1.sampled_score, a line no single greedy answer's luck moves) and "
+                    "'... resampled' (the better of the first of them and the greedy answer): "
                     "the second try's control, a second answer that saw nothing of the first")
 # ---- run
 parser.add_argument("--out", default="out/rl", help="checkpoint, bank and logs; resumed when it holds a checkpoint")
@@ -432,19 +434,20 @@ def held_out_eval(step):
     contrastive prompt a stage-3 bank would hold for it after that answer (the reference at 1.00x,
     and the first answer with its measured speedup if it passed), scored by the better of the two
     answers (correct: the share of second answers that pass). That is what contrastive RL trains:
-    using a measured attempt on a task never seen. With --resample, '{group} resampled' scores the
-    better of the first answer and one sampled to the same plain prompt: what a second answer earns
-    without seeing the first. Nothing of it enters the bank or the loss."""
+    using a measured attempt on a task never seen. With --resample K, K answers sampled to the same plain
+    prompt: '{group} resampled' scores the better of the first answer and the first of them, what a second
+    answer earns without seeing the first, and '{group} sampled' their mean (cudal1.sampled_score). Nothing
+    of it enters the bank or the loss."""
     mine = [t for ts in held_groups.values() for t in ts][rank::world]
     opts = dict(device=str(device) if ddp else device.type, jobs=args.judge_jobs or None, timeout=args.timeout,
                 prewarm=bool(args.prewarm))
 
-    def answer(prompts, known=None, temperature=0.0):
-        """{task: (source or None, record)} of an answer to each prompt (greedy at temperature 0); an
-        answer that is known[task]'s code again keeps its record: not timed twice (the better of two readings)."""
+    def answer(prompts, known=None, temperature=0.0, draw=0):
+        """{task: (source or None, record)} of an answer to each prompt (greedy at temperature 0; else the
+        draw-th sample); an answer that is known[task]'s code again keeps its record: not timed twice."""
         known = known or {}
         fits = [t for t in prompts if len(prompts[t]) + (args.max_new_tokens or 1) <= cfg.block_size]
-        g = torch.Generator(device).manual_seed(args.seed)
+        g = torch.Generator(device).manual_seed(args.seed + 1_000_003 * draw)
         rows = cudal1.generate(cudal1.sampling_model(model, dtype), [prompts[t] for t in fits], 1,
                                args.max_new_tokens or cfg.block_size, temperature, args.top_k if temperature else 0,
                                args.top_p if temperature else 1.0, g, tok.end_id, bool(args.cuda_graphs)) if fits else []
@@ -464,16 +467,16 @@ def held_out_eval(step):
     known = {t: start[cudal1.held_key(t)] for t in mine if cudal1.held_key(t) in start}
     first = answer(plain, known=known)
     unchanged = sum(first[t] is known[t] for t in known)  # answer() hands back the known pair itself
-    second, resampled = {}, {}
+    second, samples = {}, []
     if args.second_try:
         shown = {t: sorted([(read(t), cudal1.REFERENCE["speedup"])] + ([(src, rec["speedup"])] if rec and rec.get("correct")
                            else []), key=lambda e: e[1]) for t, (src, rec) in first.items()}
         second = answer({t: cudal1.fit_prompt(tok, read(t), target, shown[t], args.max_new_tokens or 1,
                                               cfg.block_size)[0] for t in mine}, known=first)
-    if args.resample:
-        resampled = answer(plain, known=first, temperature=args.temperature)
-    # (task, (source, record), the second try's or None, the resampled answer's or None)
-    results = [(t, first[t], second.get(t), resampled.get(t)) for t in mine]
+    for i in range(args.resample):
+        samples.append(answer(plain, known=first, temperature=args.temperature, draw=i))
+    # (task, (source, record), the second try's or None, each sampled answer)
+    results = [(t, first[t], second.get(t), *(s[t] for s in samples)) for t in mine]
     if ddp:
         parts = [None] * world
         dist.all_gather_object(parts, results)
@@ -482,7 +485,7 @@ def held_out_eval(step):
         dist.all_gather_object(counts, unchanged)
         unchanged = sum(counts)
     answers = []  # every answer with its verdict, for held_out_answers.jsonl
-    for t, *tries in results:  # attempt 1: the first answer, 2: the second try, 3: the resampled one
+    for t, *tries in results:  # attempt 1: the first answer, 2: the second try, 3 on: the sampled ones
         sha = task_sha(t)
         for attempt, (src, rec) in ((i, a) for i, a in enumerate(tries, 1) if a):
             answers.append(dict(task=t, attempt=attempt, source=src, task_sha=sha,
@@ -495,8 +498,12 @@ def log_held_out(step):
     already there for `step` is kept, not measured again: a resumed run's checkpoint, or the policy a fresh
     run starts from when its --out was given that line (make rl-ablation measures --init once for all runs),
     taken on the held-out task code of today's generator (a line on other code is moved aside at start)."""
-    if os.path.exists(held_path) and any(json.loads(line)["step"] == step for line in open(held_path)):
-        say(f"held-out at step {step}: measured already ({held_path})")
+    kept = [l for l in map(json.loads, open(held_path)) if l["step"] == step] if os.path.exists(held_path) else []
+    if kept:
+        k = kept[0]["stats"].get("generated sampled", {}).get("answers", 0) // max(1, len(held_groups["generated"]))
+        say(f"held-out at step {step}: measured already ({held_path})" + (
+            f"; WARNING: with {k} sampled answer(s) a task, not --resample {args.resample}: its sampled line "
+            "is not this run's" if args.resample and k != args.resample else ""))
         return 0.0
     t0 = time.time()
     stats, answers, unchanged = held_out_eval(step)

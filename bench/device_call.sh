@@ -116,14 +116,15 @@ print(','.join(s for _, s in best.values()))")
             test -f out/sft/report.json && touch out/sft/.complete && python3 bench/carry_checkpoint.py pack out/sft "$OUT/sft"
           fi
           # the start's line: kept where out/rl-start has one taken on today's held-out task code, else measured
-          python3 train_rl.py --init out/sft --out out/rl-start --steps 0 --resample 1 2>&1 | tail -4
+          # RESAMPLE=K: K sampled answers per held-out task (train_rl --resample; a carried start line has 1)
+          python3 train_rl.py --init out/sft --out out/rl-start --steps 0 --resample "${RESAMPLE:-1}" 2>&1 | tail -4
           for a in ${ARMS:-contrastive-1 plain-1}; do
             arm=${a%-*}; s=${a#*-}; d=out/rl-$arm-s$s${ARM_TAG:-}  # ARM_TAG (e.g. -lr1e-4) names a variant run with RL_FLAGS
             test -f $d/log.jsonl && continue
             [ $((${CALL_SECONDS:-570} - SECONDS)) -lt "${ARM_SECONDS:-125}" ] && { echo "no time left for $a"; break; }
             mkdir -p $d; cp out/rl-start/held_out.jsonl out/rl-start/held_out_answers.jsonl $d/
             python3 train_rl.py --init out/sft --out $d --seed $s $([ $arm = plain ] && echo --plain) \
-              --time-limit "${ABLATION_MINUTES:-1}" --held-out-every 1000 --resample 1 ${RL_FLAGS:-} 2>&1 | tail -5
+              --time-limit "${ABLATION_MINUTES:-1}" --held-out-every 1000 --resample "${RESAMPLE:-1}" ${RL_FLAGS:-} 2>&1 | tail -5
             pack
           done ;;
     judge-phases)  # issue 13: where a screened candidate's ~0.6 s on the GPU goes -> results/CARD-judge-phases-MMDD-HHMM.md (~1 min)

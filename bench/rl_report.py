@@ -435,6 +435,12 @@ if held:  # the split no training input touches, measured before the first updat
            *(["A group's resampled (train_rl.py --resample) is its control: the better of the first answer and one "
               "sampled to the same plain prompt at the run's temperature, which saw nothing of the first.", ""]
              if any(g.endswith(" resampled") for g in groups) else []),
+           *(["A group's sampled (train_rl.py --resample K) is the mean of K answers sampled to the plain prompts: "
+              "the share correct, and the geomean over tasks of each task's mean log speedup, a failure at 1.00x "
+              "(cudal1.sampled_score). Greedy answers hinge on near ties (on the 28M policy, the first word of the "
+              "analysis: two phrasings of one move, 0.00-0.10 logits apart), so any update rewrites many of them; "
+              "this line does not hinge on one path.", ""]
+             if any(g.endswith(" sampled") for g in groups) else []),
            "| run | " + " | ".join(f"{g}: geomean first -> last | correct first -> last" for g in groups) + " | steps |",
            "|---|" + "---|---|" * len(groups) + "---|"]
     for r in held:
@@ -502,7 +508,8 @@ if held:  # the split no training input touches, measured before the first updat
                       + (f"{k0:.2f}x -> {k1:.2f}x ({k1 / k0 - 1:+.0%}) |" if k0 and k1 else "- |"))
     for arm in dict.fromkeys(r["arm"] for r in held):
         kept = [kept_geomean(r["answers"], r["held"][-1]["step"]) for r in held if r["arm"] == arm]
-        for g in [g for g in groups if g in (groups[0], f"{groups[0]} second try", f"{groups[0]} resampled")]:
+        for g in [g for g in groups if g in (groups[0], *(f"{groups[0]} {k}" for k in ("second try", "resampled",
+                                                                                        "sampled")))]:
             mine = [r["held"][-1]["stats"][g]["geomean"] for r in held if r["arm"] == arm]
             md.append(f"\n{arm}: mean over {len(mine)} seed(s) of the last {g} geomean {statistics.mean(mine):.2f}x"
                       + (f" (slow and failing answers both at 1.00x: {statistics.mean(kept):.2f}x)"

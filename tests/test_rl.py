@@ -672,21 +672,23 @@ def test_move_dose_names_an_opening_by_its_teachers_first_line(tmp_path):
 def test_held_out_line_of_the_start_is_measured_once_and_reused(tmp_path):
     """make rl-ablation measures --init once (--steps 0) and gives every run that step-0 line."""
     run, out, prompts = rl_runner(tmp_path, fake_judge=True)
-    run(0, "--held-out-tasks", "1", "--max-new-tokens", "32", "--resample", "1")
+    run(0, "--held-out-tasks", "1", "--max-new-tokens", "32", "--resample", "2")
     start = [json.loads(line) for line in open(out / "held_out.jsonl")]
     assert [l["step"] for l in start] == [0]
-    assert set(start[0]["stats"]) == {"generated", "generated second try", "generated resampled"}
+    assert set(start[0]["stats"]) == {"generated", "generated second try", "generated resampled", "generated sampled"}
     # the second try: the contrastive prompt showing the first answer as measured (the reference at
-    # 1.00x, the slowest, is dropped first: this 2048-token block holds only one of them); the
-    # resampled answer: the first's plain prompt again, sampled at the run's temperature
-    first, second, third = [eval(line) for line in open(prompts)]
-    assert "# Earlier solutions" not in first and "## Solution 1: speedup 1.50x" in second and third == first
+    # 1.00x, the slowest, is dropped first: this 2048-token block holds only one of them); the two
+    # sampled answers: the first's plain prompt again, sampled at the run's temperature
+    first, second, *sampled = [eval(line) for line in open(prompts)]
+    assert "# Earlier solutions" not in first and "## Solution 1: speedup 1.50x" in second and sampled == [first] * 2
     assert "return x.clamp_min(0)" in second.split("# Earlier solutions")[1]  # the first answer's code
-    assert [float(t) for t in open(prompts + ".temperature")] == [0.0, 0.0, 0.8]
+    assert [float(t) for t in open(prompts + ".temperature")] == [0.0, 0.0, 0.8, 0.8]
     assert start[0]["stats"]["generated second try"]["geomean"] == start[0]["stats"]["generated"]["geomean"] == 1.5
+    assert start[0]["stats"]["generated sampled"] == dict(tasks=1, answers=2, correct=1.0, solved=1,
+                                                          geomean=pytest.approx(1.5))
     answers = [json.loads(line) for line in open(out / "held_out_answers.jsonl")]  # each answer and its verdict
     assert [(a["step"], a["attempt"], a["status"], a["speedup"]) for a in answers] == \
-        [(0, 1, "ok", 1.5), (0, 2, "ok", 1.5), (0, 3, "ok", 1.5)]
+        [(0, 1, "ok", 1.5), (0, 2, "ok", 1.5), (0, 3, "ok", 1.5), (0, 4, "ok", 1.5)]
     assert "clamp_min" in answers[1]["source"]
     arm = tmp_path / "arm"
     arm.mkdir()
@@ -767,7 +769,8 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
         (d / "answers.jsonl").write_text("".join(json.dumps(dict(
             step=s, task="levelG/1_X.py", status=rec["status"], reward=0.58 if rec["correct"] else -2.0,
             **({} if plain else dict(adv=0.5 if s in (0, 3) else 0.0)))) + "\n" for s, _, rec in answers))
-        stats = {g: dict(tasks=2, answers=2, correct=0.5, solved=1, geomean=1.1) for g in ("generated", "generated second try")}
+        stats = {g: dict(tasks=2, answers=2, correct=0.5, solved=1, geomean=1.1)
+                 for g in ("generated", "generated second try", "generated sampled")}
         (d / "held_out.jsonl").write_text("".join(json.dumps(dict(step=s, stats=stats)) + "\n" for s in (0, 3)))
         if not plain:  # step 0: task A's second answer new code, faster; B's the first again. Step 3: A's second
             # try new, failing; the first answers: A's the start's code with a blank line more (not new), B's new,
@@ -834,6 +837,8 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
     assert "contrastive: mean over 1 seed(s) of the last generated geomean 1.10x (slow and failing answers both at " \
            "1.00x: 1.20x)" in p.stdout, p.stdout
     assert "contrastive: mean over 1 seed(s) of the last generated second try geomean 1.10x\n" in p.stdout, p.stdout
+    assert "contrastive: mean over 1 seed(s) of the last generated sampled geomean 1.10x\n" in p.stdout, p.stdout
+    assert "A group's sampled (train_rl.py --resample K)" in p.stdout, p.stdout
     assert "plain: mean over 1 seed(s) of the last generated geomean 1.10x\n" in p.stdout, p.stdout
 
 
