@@ -11,8 +11,9 @@ penalty the replay is off-policy from the second step on, so it reads how a weig
 pushes, not what a run with it would sample.
 
 Before the first step the --init policy writes its greedy answers to the first --held held-out generated
-tasks (cudal1.held_out_tasks, the ones train_rl measures). After each of --read steps each replayed policy
-reads them again, teacher-forced:
+tasks (cudal1.held_out_tasks, the ones train_rl measures), and the report gives, for each, its nearest tie:
+the token where the top two logits are closest, and what the two would write. After each of --read steps
+each replayed policy reads them again, teacher-forced:
   changed  answers where the replayed policy's argmax leaves the greedy answer at some token (its own
            greedy answer would differ from there on), and the median position of the first such token
   kl       the mean per-token KL (GRPO's estimator, cudal1.kl_penalty) from the --init policy on them
@@ -42,7 +43,8 @@ parser.add_argument("--run", required=True, help="a train_rl.py --plain run's --
                     "fresh/levelG)")
 parser.add_argument("--steps", type=int, default=16, help="the run's first steps to replay")
 parser.add_argument("--read", default="8,16", help="steps after which the held-out answers are read")
-parser.add_argument("--kl", default="0,0.1,1", help="comma-separated --kl weights, one replay each")
+parser.add_argument("--kl", default="0,0.1,1", help="comma-separated --kl weights, one replay each; empty: the "
+                    "greedy answers' ties alone")
 parser.add_argument("--held", type=int, default=32, help="held-out generated tasks")
 parser.add_argument("--max-new-tokens", type=int, default=1536, help="greedy answer cap")
 parser.add_argument("--target", default="NVIDIA H100 80GB HBM3", help="the device the run's prompts named")
@@ -78,6 +80,21 @@ print(f"{len(held)} greedy held-out answers in {time.time() - t0:.0f}s, {statist
       "on average", flush=True)
 
 
+def ties():
+    """One row per greedy answer: its nearest tie (position, logit margin, the two tokens in context)."""
+    out = []
+    with torch.no_grad():
+        for path, p, a in zip(held, prompts, answers):
+            logits = anchor(torch.tensor([p + a[:-1]]))[0, len(p) - 1:].float()
+            top = logits.topk(2, -1)
+            margin = top.values[:, 0] - top.values[:, 1]
+            j = margin.argmin().item()
+            two = " / ".join(repr(tok.decode([i])) for i in top.indices[j].tolist())
+            out.append(f"| {os.path.basename(path)} | {len(a)} | {j} | {margin[j].item():.3f} | "
+                       f"{tok.decode(a[max(0, j - 4):j])!r} + {two} |")
+    return out
+
+
 def reading(model):
     """(answers changed, median first changed token, mean per-token KL from the anchor) on the greedy answers."""
     firsts, kls = [], []
@@ -96,7 +113,8 @@ def reading(model):
 
 
 rows = [f"| 0 | - | 0 of {len(held)} | - | 0 | - |"]
-for weight in [float(w) for w in args.kl.split(",")]:
+tie_rows = ties()
+for weight in [float(w) for w in args.kl.split(",") if w]:
     model = copy.deepcopy(anchor).requires_grad_(True).train()
     opt = cudal1.adamw(model, settings["lr"], settings["weight_decay"], "cpu")
     for s in range(args.steps):
@@ -131,7 +149,10 @@ md = [f"# --kl replayed on the CPU: {args.run}", "",
       f"- the run's first {args.steps} steps replayed from `{args.init}` at lr {settings['lr']:g} (its answers and "
       f"advantages), greedy answers to {len(held)} held-out generated tasks read teacher-forced", "",
       "| after step | --kl | held-out answers changed | median first changed token | KL from init on them | "
-      "KL on the step's updated answers |", "|---|---|---|---|---|---|"] + rows
+      "KL on the step's updated answers |", "|---|---|---|---|---|---|"] + rows + [
+      "", "The --init policy's greedy answers and their nearest ties (the token where the top two logits are "
+      "closest; the text before it, then the two candidates):", "",
+      "| task | answer tokens | nearest tie at | margin (logits) | before it + the two |", "|---|---|---|---|---|"] + tie_rows
 print("\n".join(md))
 if args.out:
     with open(args.out, "w") as f:
