@@ -112,7 +112,8 @@ def reading(model):
     return len(firsts), statistics.median(firsts) if firsts else None, statistics.mean(kls)
 
 
-rows = [f"| 0 | - | 0 of {len(held)} | - | 0 | - |"]
+changed, first, kl = reading(anchor)  # the --init policy against its own greedy answers: 0 changed unless the
+rows = [f"| 0 | - | {changed} of {len(held)} | {first} | {kl:.4f} | - |"]  # cached decode and this pass disagree
 tie_rows = ties()
 for weight in [float(w) for w in args.kl.split(",") if w]:
     model = copy.deepcopy(anchor).requires_grad_(True).train()
