@@ -102,7 +102,8 @@ train: setup
 # on the held-out split once (out/rl-start, remade when out/sft changes) and that line is each run's step 0;
 # a seed costs ~2 x (ABLATION_MINUTES + one held-out evaluation). Each run measures the split only at
 # its end (--held-out-every 1000): with its second try (--second-try) and that try's control
-# (--resample: a second answer to the plain prompt, sampled) an evaluation costs about 1.5 minutes
+# (--resample: a second answer to the plain prompt, sampled) an evaluation costs about 1.5 minutes;
+# RL_FLAGS="--resample K" (start line and runs alike) samples K and adds the '... sampled' line, their mean
 ABLATION_MINUTES ?= 3
 SEEDS ?= 1
 .PHONY: rl-ablation
