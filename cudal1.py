@@ -1162,10 +1162,8 @@ def held_out_scores(results, groups):
 def sampled_score(records, tasks):
     """split_score's numbers for several sampled answers per task, averaged instead of the best taken: the
     share of answers correct, and the geomean over `tasks` of each one's mean log speedup over its answers
-    (a failure, or a task without answers, at 1.0x; a slow pass at its speed). A greedy answer is one path
-    through the policy, and an update that moves a near tie early in it (two phrasings of one move's first
-    sentence, 0.00-0.10 logits apart on the 28M policy) rewrites the rest of the answer: this line is what
-    the policy writes on average, which one path's luck does not move."""
+    (a failure, or a task without answers, at 1.0x; a slow pass at its speed): what the policy writes on
+    average, where the greedy line reads one answer a task and the resampled one the better of two."""
     logs, solved = {}, set()
     for task, r in records:
         ok = bool(r and r.get("correct") and r.get("speedup"))

@@ -500,10 +500,12 @@ def log_held_out(step):
     taken on the held-out task code of today's generator (a line on other code is moved aside at start)."""
     kept = [l for l in map(json.loads, open(held_path)) if l["step"] == step] if os.path.exists(held_path) else []
     if kept:
-        k = kept[0]["stats"].get("generated sampled", {}).get("answers", 0) // max(1, len(held_groups["generated"]))
+        stats, n = kept[0].get("stats", {}), len(held_groups["generated"])
+        k = (stats["generated sampled"]["answers"] // n if "generated sampled" in stats
+             else int("generated resampled" in stats))  # a line from before --resample K: one sample, no mean
         say(f"held-out at step {step}: measured already ({held_path})" + (
-            f"; WARNING: with {k} sampled answer(s) a task, not --resample {args.resample}: its sampled line "
-            "is not this run's" if args.resample and k != args.resample else ""))
+            f"; WARNING: {k} sampled answer(s) a task there, --resample {args.resample} here: the sampled lines "
+            "differ" if args.resample and (k != args.resample or "generated sampled" not in stats) else ""))
         return 0.0
     t0 = time.time()
     stats, answers, unchanged = held_out_eval(step)

@@ -11,12 +11,14 @@ penalty the replay is off-policy from the second step on, so it reads how a weig
 pushes, not what a run with it would sample.
 
 Before the first step the --init policy writes its greedy answers to the first --held held-out generated
-tasks (cudal1.held_out_tasks, the ones train_rl measures), and the report gives, for each, its nearest tie:
-the token where the top two logits are closest, and what the two would write. After each of --read steps
+tasks (the run's held_out/levelG, the ones train_rl measured), and the report gives, for each, its nearest
+tie: the token where the top two logits are closest, what the two would write, and whether the answer's
+code changes when the runner-up is forced there and the rest decoded greedily. After each of --read steps
 each replayed policy reads them again, teacher-forced:
-  changed  answers where the replayed policy's argmax leaves the greedy answer at some token (its own
-           greedy answer would differ from there on), and the median position of the first such token
-  kl       the mean per-token KL (GRPO's estimator, cudal1.kl_penalty) from the --init policy on them
+  changed  answers where the replayed policy's argmax leaves the greedy answer at some token (analysis or
+           code: its own greedy answer would differ from there on), and the median first such position
+  k3       GRPO's per-token estimator (cudal1.kl_penalty) from the --init policy, at temperature 1 on the
+           greedy tokens: a measure of drift on them, not an unbiased KL
 On the GPU a plain run changed 16-21 of its 52 held-out greedy answers in 5 minutes
 (results/learning-h100-spell-t64-seeds.md); fp32 on the CPU is not the GPU's bf16, so compare the
 weights with each other here. The 27.8M policy on a 2-core CPU: ~25 s a replayed step, ~1 min a reading.
@@ -24,6 +26,7 @@ weights with each other here. The 27.8M policy on a 2-core CPU: ~25 s a replayed
 import argparse
 import collections
 import copy
+import glob
 import json
 import os
 import statistics
@@ -46,8 +49,7 @@ parser.add_argument("--read", default="8,16", help="steps after which the held-o
 parser.add_argument("--kl", default="0,0.1,1", help="comma-separated --kl weights, one replay each; empty: the "
                     "greedy answers' ties alone")
 parser.add_argument("--held", type=int, default=32, help="held-out generated tasks")
-parser.add_argument("--max-new-tokens", type=int, default=1536, help="greedy answer cap")
-parser.add_argument("--target", default="NVIDIA H100 80GB HBM3", help="the device the run's prompts named")
+parser.add_argument("--max-new-tokens", type=int, default=0, help="greedy answer cap; 0: the run's")
 parser.add_argument("--out", default="", help="a markdown report here too")
 args = parser.parse_args()
 
@@ -58,7 +60,8 @@ if not settings.get("plain"):
 anchor, tok, _ = cudal1.load_checkpoint(args.init, "cpu")
 anchor.eval().requires_grad_(False)
 sampling = (settings["temperature"], settings["top_k"], settings["top_p"])
-prompt_of = lambda path: tok.encode_prompt(cudal1.plain_prompt(cudal1.read(path), args.target))
+target = json.loads(open(os.path.join(args.run, "held_out.jsonl")).readline())["device"]  # what its prompts named
+prompt_of = lambda path: tok.encode_prompt(cudal1.plain_prompt(cudal1.read(path), target))
 
 # ---- the run's live groups, step by step: (prompt ids, answer rows, advantages)
 steps = collections.defaultdict(dict)
@@ -71,27 +74,34 @@ groups = {s: [(prompt_of(os.path.join(args.run, "fresh", t)),
           for s in sorted(steps)}
 
 # ---- the --init policy's greedy answers to the held-out tasks
-held = cudal1.held_out_tasks("/tmp/kl_probe_held", args.held, "gpu")["generated"]
+held = sorted(glob.glob(os.path.join(args.run, "held_out", "levelG", "*.py")),
+              key=lambda p: int(os.path.basename(p).split("_")[0]))[:args.held]
 t0 = time.time()
 prompts = [prompt_of(p) for p in held]
-answers = cudal1.generate(anchor, prompts, 1, args.max_new_tokens, 0.0, end_id=tok.end_id)
+cap = args.max_new_tokens or settings["max_new_tokens"]
+answers = cudal1.generate(anchor, prompts, 1, cap, 0.0, end_id=tok.end_id)
 answers = [a[0] if a and isinstance(a[0], list) else a for a in answers]
 print(f"{len(held)} greedy held-out answers in {time.time() - t0:.0f}s, {statistics.mean(map(len, answers)):.0f} tokens "
       "on average", flush=True)
 
 
 def ties():
-    """One row per greedy answer: its nearest tie (position, logit margin, the two tokens in context)."""
-    out = []
+    """One row per greedy answer: its nearest tie (position, logit margin, the two tokens in context), and
+    whether forcing the runner-up there, then decoding greedily, writes other code (cudal1.same_code)."""
+    out, code = [], lambda ids: cudal1.parse_answer(tok.decode(ids))[0]
     with torch.no_grad():
         for path, p, a in zip(held, prompts, answers):
             logits = anchor(torch.tensor([p + a[:-1]]))[0, len(p) - 1:].float()
             top = logits.topk(2, -1)
             margin = top.values[:, 0] - top.values[:, 1]
             j = margin.argmin().item()
+            forced = a[:j] + [top.indices[j, 1].item()]
+            rest = cudal1.generate(anchor, p + forced, 1, cap - len(forced), 0.0, end_id=tok.end_id)[0]
+            same = code(a) is not None and code(forced + rest) is not None and \
+                cudal1.same_code(code(a)) == cudal1.same_code(code(forced + rest))
             two = " / ".join(repr(tok.decode([i])) for i in top.indices[j].tolist())
             out.append(f"| {os.path.basename(path)} | {len(a)} | {j} | {margin[j].item():.3f} | "
-                       f"{tok.decode(a[max(0, j - 4):j])!r} + {two} |")
+                       f"{tok.decode(a[max(0, j - 4):j])!r} + {two} | {'same' if same else 'other'} |")
     return out
 
 
@@ -132,7 +142,8 @@ for weight in [float(w) for w in args.kl.split(",") if w]:
                 loss, train_kl = loss + weight * kl, train_kl + kl.item() * mask.sum().item() / n_tok
             (loss * mask.sum() / n_tok).backward()
         if groups[s]:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), settings["grad_clip"])
+            if settings["grad_clip"] > 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), settings["grad_clip"])
             opt.step()
             opt.zero_grad(set_to_none=True)
         print(f"--kl {weight:g} step {s + 1}: {len(groups[s])} live groups, {time.time() - t0:.0f}s"
@@ -149,11 +160,12 @@ md = [f"# --kl replayed on the CPU: {args.run}", "",
       f"- command: `python bench/kl_probe.py {' '.join(sys.argv[1:])}`, commit {evaluate.commit()}",
       f"- the run's first {args.steps} steps replayed from `{args.init}` at lr {settings['lr']:g} (its answers and "
       f"advantages), greedy answers to {len(held)} held-out generated tasks read teacher-forced", "",
-      "| after step | --kl | held-out answers changed | median first changed token | KL from init on them | "
-      "KL on the step's updated answers |", "|---|---|---|---|---|---|"] + rows + [
+      "| after step | --kl | held-out answers changed (any token) | median first changed token | k3 from init on "
+      "them | KL penalty on the step's updated answers |", "|---|---|---|---|---|---|"] + rows + [
       "", "The --init policy's greedy answers and their nearest ties (the token where the top two logits are "
-      "closest; the text before it, then the two candidates):", "",
-      "| task | answer tokens | nearest tie at | margin (logits) | before it + the two |", "|---|---|---|---|---|"] + tie_rows
+      "closest; the text before it, then the two candidates; the code written with the runner-up forced there):",
+      "", "| task | answer tokens | nearest tie at | margin (logits) | before it + the two | code |",
+      "|---|---|---|---|---|---|"] + tie_rows
 print("\n".join(md))
 if args.out:
     with open(args.out, "w") as f:

@@ -426,7 +426,8 @@ md += ["Constant outputs: parsed answers of the second half whose code writes it
        "to learn from.", ""]
 held = [r for r in runs if r["held"]]
 if held:  # the split no training input touches, measured before the first update and during the run
-    groups = [g for g in held[0]["held"][0]["stats"] if all(g in h["stats"] for r in held for h in r["held"])]
+    # the groups every run's last line holds; a start line measured before a group existed reads '-' there
+    groups = [g for g in held[0]["held"][-1]["stats"] if all(g in r["held"][-1]["stats"] for r in held)]
     md += ["## Held-out split (greedy answers to plain prompts, judged in the screen; cudal1.held_out)", "",
            *(["A group's second try (train_rl.py --second-try) scores each task by the better of that answer and a "
            "second greedy one to the contrastive prompt its bank would then hold (the reference at 1.00x and the "
@@ -437,17 +438,20 @@ if held:  # the split no training input touches, measured before the first updat
              if any(g.endswith(" resampled") for g in groups) else []),
            *(["A group's sampled (train_rl.py --resample K) is the mean of K answers sampled to the plain prompts: "
               "the share correct, and the geomean over tasks of each task's mean log speedup, a failure at 1.00x "
-              "(cudal1.sampled_score). Greedy answers hinge on near ties (on the 28M policy, the first word of the "
-              "analysis: two phrasings of one move, 0.00-0.10 logits apart), so any update rewrites many of them; "
-              "this line does not hinge on one path.", ""]
+              "(cudal1.sampled_score): what the policy writes on average, where the greedy line reads one answer "
+              "a task.", ""]
              if any(g.endswith(" sampled") for g in groups) else []),
            "| run | " + " | ".join(f"{g}: geomean first -> last | correct first -> last" for g in groups) + " | steps |",
            "|---|" + "---|---|" * len(groups) + "---|"]
+    def moved(a, b, g):  # 'first -> last (change) | correct first -> last' of group g; '-' for a first without it
+        if g not in a["stats"]:
+            return f"- -> {b['stats'][g]['geomean']:.2f}x | - -> {b['stats'][g]['correct']:.0%}"
+        x, y = a["stats"][g], b["stats"][g]
+        return (f"{x['geomean']:.2f}x -> {y['geomean']:.2f}x ({y['geomean'] / x['geomean'] - 1:+.0%}) | "
+                f"{x['correct']:.0%} -> {y['correct']:.0%}")
     for r in held:
         a, b = r["held"][0], r["held"][-1]
-        md.append(f"| {r['name']} | " + " | ".join(
-            f"{a['stats'][g]['geomean']:.2f}x -> {b['stats'][g]['geomean']:.2f}x ({b['stats'][g]['geomean'] / a['stats'][g]['geomean'] - 1:+.0%}) | "
-            f"{a['stats'][g]['correct']:.0%} -> {b['stats'][g]['correct']:.0%}" for g in groups) + f" | {a['step']} -> {b['step']} |")
+        md.append(f"| {r['name']} | " + " | ".join(moved(a, b, g) for g in groups) + f" | {a['step']} -> {b['step']} |")
     tries = [r for r in held if any(a["attempt"] > 1 for a in r["answers"])]
     if tries:  # what the second (and resampled) answers did, at each run's first and last held-out measurement
         md += ["", "Second answers (held_out_answers.jsonl): of the tasks, how many second tries (and resampled "

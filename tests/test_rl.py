@@ -771,7 +771,9 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
             **({} if plain else dict(adv=0.5 if s in (0, 3) else 0.0)))) + "\n" for s, _, rec in answers))
         stats = {g: dict(tasks=2, answers=2, correct=0.5, solved=1, geomean=1.1)
                  for g in ("generated", "generated second try", "generated sampled")}
-        (d / "held_out.jsonl").write_text("".join(json.dumps(dict(step=s, stats=stats)) + "\n" for s in (0, 3)))
+        start = {g: v for g, v in stats.items() if g != "generated sampled"}  # a start line from before the group
+        (d / "held_out.jsonl").write_text("".join(json.dumps(dict(step=s, stats=x)) + "\n"
+                                                  for s, x in ((0, start), (3, stats))))
         if not plain:  # step 0: task A's second answer new code, faster; B's the first again. Step 3: A's second
             # try new, failing; the first answers: A's the start's code with a blank line more (not new), B's new,
             # passing but slower than eager; C's new, passing where it failed (a failure's speedup, which no reading
@@ -838,6 +840,7 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
            "1.00x: 1.20x)" in p.stdout, p.stdout
     assert "contrastive: mean over 1 seed(s) of the last generated second try geomean 1.10x\n" in p.stdout, p.stdout
     assert "contrastive: mean over 1 seed(s) of the last generated sampled geomean 1.10x\n" in p.stdout, p.stdout
+    assert " | - -> 1.10x | - -> 50% | 0 -> 3 |" in p.stdout, p.stdout  # the start line lacks it
     assert "A group's sampled (train_rl.py --resample K)" in p.stdout, p.stdout
     assert "plain: mean over 1 seed(s) of the last generated geomean 1.10x\n" in p.stdout, p.stdout
 

@@ -199,10 +199,11 @@ def test_a_second_answer_counts_for_its_own_task():
     assert s["g resampled"] == dict(tasks=3, answers=1, correct=1.0, solved=2, geomean=pytest.approx(2.4 ** (1 / 3)))
     # two sampled answers per task, averaged: a 4x and a failure (2x in the mean of logs), a 0.5x and a 2x
     # (1x), none for c (1x); the best of them would read 4x and 2x
-    results = [("a", fail, None, ok(4.0), fail), ("b", fail, None, ok(0.5), ok(2.0)), ("c", ok(1.2), None)]
-    s = cudal1.held_out_scores(results, {"g": ["a", "b", "c"]})
-    assert s["g sampled"] == dict(tasks=3, answers=4, correct=0.75, solved=2, geomean=pytest.approx(2.0 ** (1 / 3)))
-    assert s["g resampled"]["geomean"] == pytest.approx((4.0 * 1.2 * 0.5) ** (1 / 3))  # the first sample's, or better
+    results = [("a", fail, None, ok(4.0), fail), ("b", fail, None, ok(0.5), ok(2.0)), ("c", ok(1.2), None),
+               ("d", ok(3.0), None, fail, fail)]  # d: every sample fails, whatever its greedy answer did
+    s = cudal1.held_out_scores(results, {"g": ["a", "b", "c", "d"]})
+    assert s["g sampled"] == dict(tasks=4, answers=6, correct=0.5, solved=2, geomean=pytest.approx(2.0 ** (1 / 4)))
+    assert s["g resampled"]["geomean"] == pytest.approx((4.0 * 1.2 * 0.5 * 3.0) ** (1 / 4))  # the first sample's, or better
 
 
 def test_rl_from_a_curriculum_checkpoint_takes_fresh_tasks_it_never_trained_on(tmp_path):
