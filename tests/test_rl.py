@@ -554,12 +554,13 @@ def test_two_gloo_ranks_gather_every_answer_and_keep_one_bank(tmp_path):
            "--rl-tasks", tasks, "--tasks-per-step", "2", "--num-samples", "2", "--steps", "2", "--lr", "1e-3",
            "--seed-bank", "", "--min-answer-tokens", "512", "--held-out-tasks", "0"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
-    if p.returncode and "terminate called without an active exception" in p.stdout + p.stderr:
-        # gloo's threads torn down at interpreter exit, after the run's last act (cudal1.end_run): seen once
-        # in CI on a loaded 2-core machine; a run again from scratch must then pass cleanly
-        shutil.rmtree(out)
+    for _ in range(3):
         p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+        if not (p.returncode and "terminate called without an active exception" in p.stdout + p.stderr):
+            break
+        # gloo's threads torn down at interpreter exit, after the run's last act (cudal1.end_run): seen in CI
+        # on a loaded 2-core machine, once twice in a row; a run again from scratch must then pass cleanly
+        shutil.rmtree(out)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     bank = cudal1.Bank(str(out / "bank.jsonl"), write=False)
     judged = [e for es in bank.entries.values() for e in es if e["step"] >= 0]
