@@ -254,8 +254,8 @@ def fake_generate(model, batch, num_samples=1, max_new_tokens=512, temperature=1
                   generator=None, end_id=None, graph=False):
     with open({prompts!r}, "a") as f:
         f.writelines(repr(tok.decode(p)) + "\\n" for p in batch)
-    with open({prompts!r} + ".temperature", "a") as f:  # one line per call
-        f.write(str(temperature) + "\\n")
+    with open({prompts!r} + ".temperature", "a") as f:  # one line per call, with the generator's seed
+        f.write(str(temperature) + " " + str(generator.initial_seed() if generator is not None else None) + "\\n")
     return [[tok.encode_answer(BAD if i % 2 else GOOD2 if i % 4 == 2 else GOOD) for i in range(num_samples)] for p in batch]
 
 cudal1.generate = fake_generate
@@ -683,7 +683,9 @@ def test_held_out_line_of_the_start_is_measured_once_and_reused(tmp_path):
     first, second, *sampled = [eval(line) for line in open(prompts)]
     assert "# Earlier solutions" not in first and "## Solution 1: speedup 1.50x" in second and sampled == [first] * 2
     assert "return x.clamp_min(0)" in second.split("# Earlier solutions")[1]  # the first answer's code
-    assert [float(t) for t in open(prompts + ".temperature")] == [0.0, 0.0, 0.8, 0.8]
+    calls = [line.split() for line in open(prompts + ".temperature")]
+    assert [float(t) for t, _ in calls] == [0.0, 0.0, 0.8, 0.8]
+    assert [int(s) for _, s in calls[2:]] == [1337, 1337 + 1_000_003]  # draw 0 as the single resample was; then others
     assert start[0]["stats"]["generated second try"]["geomean"] == start[0]["stats"]["generated"]["geomean"] == 1.5
     assert start[0]["stats"]["generated sampled"] == dict(tasks=1, answers=2, correct=1.0, solved=1,
                                                           geomean=pytest.approx(1.5))
