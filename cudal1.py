@@ -890,12 +890,13 @@ def answer_logprobs(model, prompt, answers, temperature=1.0, top_k=0, top_p=1.0,
     t = targets.flatten().clamp(min=0)[:, None]  # (G*L, 1)
     temperature = temperature or 1.0
     kept = filter_logits(logits, temperature, top_k, top_p)
+    scaled = logits / temperature  # (G*L, vocab): the tempered logits, before any cut
     # a sampled token is in the kept set, up to rounding between the bf16 sampler and this pass: keep it
-    kept = kept.scatter(-1, t, (logits / temperature).gather(-1, t))
+    kept = kept.scatter(-1, t, scaled.gather(-1, t))
     logp = kept.log_softmax(-1).gather(-1, t).view(G, L)
     mask = (targets != -1).float()
     if unfiltered:
-        return logp * mask, mask, (logits / temperature).log_softmax(-1).gather(-1, t).view(G, L) * mask
+        return logp * mask, mask, scaled.log_softmax(-1).gather(-1, t).view(G, L) * mask
     return logp * mask, mask
 
 # -----------------------------------------------------------------------------

@@ -786,9 +786,10 @@ while step < args.steps:
     known = [a["source"] is not None and cudal1.same_code(a["source"]) in known_code[a["task"]] for a in answers]
     # improve: at a task's later visits --advantage gain pushed up new answers slower than its best, most of
     # them leaving the best's move (results/learning-h100-spell-t64-seeds.md, "pushed up")
-    task_best = {g["task"]: bank.best(key[g["task"]]) for g in groups}  # the bank before this step
-    floor = ([cudal1.reward(task_best[a["task"]]["record"]) if task_best[a["task"]] else 0.0 for a in answers]
-             if args.advantage == "improve" else None)
+    floor = None
+    if args.advantage == "improve":  # each task's best in the bank before this step
+        task_best = {g["task"]: bank.best(key[g["task"]]) for g in groups}
+        floor = [cudal1.reward(task_best[a["task"]]["record"]) if task_best[a["task"]] else 0.0 for a in answers]
     adv = (cudal1.group_advantages(rewards, G, args.adv_clip, args.std_floor, known) if args.advantage == "group"
            else cudal1.gain_advantages(rewards, args.adv_clip, known, floor))  # known code earns none
     loss, kl = policy_step(groups, adv)
