@@ -140,10 +140,10 @@ parser.add_argument("--second-try", type=int, default=1, help="1: each held-out 
                     "answer, to the contrastive prompt its bank would give (the reference at 1.00x, and the first "
                     "answer with its measured speedup when it passed): the groups '... second try'; 0: off")
 parser.add_argument("--resample", type=int, default=0, help="K: each held-out task also gets K answers to the plain "
-                    "prompt sampled at --temperature (from one random stream at every measurement), the groups '... sampled' "
-                    "(their mean: cudal1.sampled_score, a line no single greedy answer's luck moves) and "
-                    "'... resampled' (the better of the first of them and the greedy answer): "
-                    "the second try's control, a second answer that saw nothing of the first")
+                    "prompt sampled at --temperature (from one random stream at every measurement), the groups "
+                    "'... sampled' (their mean: cudal1.sampled_score) and '... resampled' (the better of the first "
+                    "of them and the greedy answer): the second try's control, a second answer that saw nothing of "
+                    "the first")
 # ---- run
 parser.add_argument("--out", default="out/rl", help="checkpoint, bank and logs; resumed when it holds a checkpoint")
 parser.add_argument("--device", default="", help="cuda or cpu; empty: cuda if present ($CUDAL1_DEVICE overrides)")

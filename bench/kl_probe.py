@@ -81,8 +81,8 @@ prompts = [prompt_of(p) for p in held]
 cap = args.max_new_tokens or settings["max_new_tokens"]
 answers = cudal1.generate(anchor, prompts, 1, cap, 0.0, end_id=tok.end_id)
 answers = [a[0] if a and isinstance(a[0], list) else a for a in answers]
-print(f"{len(held)} greedy held-out answers in {time.time() - t0:.0f}s, {statistics.mean(map(len, answers)):.0f} tokens "
-      "on average", flush=True)
+print(f"{len(held)} greedy held-out answers in {time.time() - t0:.0f}s, "
+      f"{statistics.mean(map(len, answers)):.0f} tokens on average", flush=True)
 
 
 def ties():

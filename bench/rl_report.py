@@ -150,7 +150,8 @@ md = [f"# Contrastive vs plain RL ({env.get('gpu', '?')})", "",
       + ("" if "lr" in varied else f", lr {s0['lr']:g}")
       + f", temperature {s0['temperature']}, adv clip {s0['adv_clip']}, judge trials {s0['trials']} iters {s0['iters']}"
       + (f", fresh tasks covering each move {s0['rl_cover']} time(s) (--rl-cover)" if s0.get("rl_cover") and "rl_cover" not in varied else ""),
-      f"- commit{'s' if len(commits) > 1 else ''} {', '.join(commits) or '?'}, GPU {env.get('gpu', '?')}, driver {env.get('driver', '?')}, "
+      f"- commit{'s' if len(commits) > 1 else ''} {', '.join(commits) or '?'}, GPU {env.get('gpu', '?')}, "
+      f"driver {env.get('driver', '?')}, "
       f"torch {env.get('torch', '?')}, tolerance {tolerance}",
       f"- compared over the first {steps} steps (the fewer any run reached)", "",
       "| run | answers | parse | compile | correct | copies of a seed | reward, first half | reward, second half | "
@@ -201,8 +202,8 @@ def by_visit(sampled, steps, admits, known, seeded):
 def pushed(xs, beat):
     """'n (advantage) / n (advantage)': of answers `xs`, those pushed up that beat their task's best, then
     those that did not (beats_best)."""
-    return " / ".join(f"{sum(beat.get(id(a)) is b for a in xs)} ({sum(a['adv'] for a in xs if beat.get(id(a)) is b):.1f})"
-                      for b in (True, False))
+    mine = lambda b: [a for a in xs if beat.get(id(a)) is b]
+    return " / ".join(f"{len(mine(b))} ({sum(a['adv'] for a in mine(b)):.1f})" for b in (True, False))
 
 
 def beats_best(sampled, seeded=None):
@@ -377,7 +378,8 @@ if all(r["sampled"] for r in runs):
            "groups whose correct answers (one per code) open with two or more moves, the only ones that can teach "
            "which move to write, and in brackets those whose applied advantages, summed per move, pushed the move "
            "of their best answer most / another move most (the rest pushed no move up: under --advantage gain no "
-           "new code beat eager; improve: none beat its task's best). Pushed up: answers given a positive advantage that beat their task's best so far "
+           "new code beat eager; improve: none beat its task's best). Pushed up: answers given a positive "
+           "advantage that beat their task's best so far "
            "(the top reward of its correct answers at earlier steps and of its seeds; the reference's 1.00x before "
            "any) / that did not, and the advantage applied to each: under --advantage gain an answer no faster than "
            "what the task already had (what a contrastive prompt shows at a later step) is pushed up if it beats "
