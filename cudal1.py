@@ -1286,6 +1286,52 @@ def inherit_constructor(solution_source, task_source):
     return "\n".join(lines)
 
 
+@functools.lru_cache(maxsize=1 << 12)  # train_rl --refine asks for the same pairs every step
+def refined_task(task_source, solution_source):
+    """The task with Model.forward replaced by a solution's, when the solution is a PyTorch-level `class
+    ModelNew(Model)` that overrides forward alone (the teacher's drop, reorder and constant moves are
+    written so), and its other lines import torch or math; else None. The result is a program in the
+    task's own format, so a policy taught to make one move on a task can make a second move on it:
+    composing by rewriting twice. Its docstring still names the task's ops; the judge compares an
+    answer with the original task, never with this."""
+    if solution_kind(solution_source) != "pytorch" or "\r" in solution_source + task_source:
+        return None
+    try:
+        sol, task = ast.parse(solution_source), ast.parse(task_source)
+    except SyntaxError:
+        return None
+    imports, classes = [], []
+    for n in sol.body:
+        if isinstance(n, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in n.names] if isinstance(n, ast.Import) else [n.module or ""]
+            if not all(x == "math" or x == "torch" or x.startswith("torch.") for x in names):
+                return None
+            imports.append(n)
+        elif isinstance(n, ast.ClassDef):
+            classes.append(n)
+        elif not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)):  # a docstring is all else allowed
+            return None
+    if len(classes) != 1 or classes[0].name != "ModelNew" or [ast.unparse(b) for b in classes[0].bases] != ["Model"]:
+        return None
+    new = [n for n in classes[0].body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    if len(new) != 1 or not isinstance(new[0], ast.FunctionDef) or new[0].name != "forward" or new[0].decorator_list:
+        return None
+    model = [n for n in task.body if isinstance(n, ast.ClassDef) and n.name == "Model"]
+    old = [n for n in (model[0].body if model else []) if isinstance(n, ast.FunctionDef) and n.name == "forward"]
+    if len(old) != 1 or old[0].decorator_list:
+        return None
+    mine, lines = solution_source.split("\n"), task_source.split("\n")
+    pad = lines[old[0].lineno - 1][:old[0].col_offset]
+    body = [pad + line[new[0].col_offset:] if line.strip() else "" for line in mine[new[0].lineno - 1:new[0].end_lineno]]
+    lines[old[0].lineno - 1:old[0].end_lineno] = body
+    have = {ast.unparse(n) for n in task.body if isinstance(n, (ast.Import, ast.ImportFrom))}
+    missing = [ast.unparse(n) for n in imports if ast.unparse(n) not in have]
+    if missing:  # after the task's last top-level import (the edit above is below it, in Model)
+        last = max((n.end_lineno for n in task.body if isinstance(n, (ast.Import, ast.ImportFrom))), default=0)
+        lines[last:last] = missing
+    return "\n".join(lines)
+
+
 def solution_code(solution_source):
     """A solution file without its docstring: the code an answer's code block holds, and so what
     the exemplar bank holds and contrastive prompts show."""

@@ -7,6 +7,7 @@ import sys
 
 import cudal1
 import evaluate
+import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RELU = '''"""ReLU as clamp_min: one elementwise pass over x, the same memory traffic as torch.relu."""
@@ -299,6 +300,54 @@ def test_inherit_constructor_edits_only_what_it_can_read():
                  sol.replace("import torch.nn as nn\n", "import torch.nn as nn\nnn = MyNN()\n"),  # a name it redefines
                  sol.replace("\n", "\r\n"), "not python ("):
         assert cudal1.inherit_constructor(same, task) == same, same
+
+
+def test_refined_task_is_the_task_with_the_solutions_forward(tmp_path):
+    # the teacher's drop, reorder and constant solutions of generated tasks: the refined program's Model computes
+    # what the solution's ModelNew does, in the task's format (its constructor, shapes and inputs); the moves that
+    # add a method (folds) or native code (fused epilogues) are not taken
+    from kernelbench import generate, teacher
+    taken = set()
+    for _, src, meta in generate.tasks(0, 200, "cpu"):
+        for move, sol in teacher.solutions(src, meta):
+            sol = cudal1.inherit_constructor(sol, src)
+            program = cudal1.refined_task(src, sol)
+            assert (program is not None) == (move in ("constant_output", "drop_noop", "reduce_first")), (move, sol)
+            if program is None:
+                continue
+            taken.add(move)
+            (tmp_path / "task.py").write_text(src)
+            (tmp_path / "refined.py").write_text(program)
+            (tmp_path / "sol.py").write_text(sol)
+            task = evaluate.load_module(str(tmp_path / "task.py"), "task")
+            refined = evaluate.load_module(str(tmp_path / "refined.py"), "refined")
+            assert program.split("class Model")[0].startswith(src.split("import")[0])  # the task's docstring first
+            assert cudal1.same_code(program) != cudal1.same_code(src)  # the same output by other code
+            torch.manual_seed(0)
+            want = evaluate.load_module(str(tmp_path / "sol.py"), "sol", scope=task).ModelNew(*task.get_init_inputs())
+            torch.manual_seed(0)
+            got = refined.Model(*refined.get_init_inputs())
+            x = [t.clone() for t in task.get_inputs()]
+            with torch.no_grad():
+                assert torch.equal(got.eval()(*x), want.eval()(*x)), program
+    assert taken == {"constant_output", "drop_noop", "reduce_first"}, taken
+    task = ("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n\n    def forward(self, x):\n        x = torch.relu(x)\n        return x * 2\n\n\n"
+            "def get_inputs():\n    return [torch.randn(2)]\n")
+    sol = ('import torch.nn.functional as F\n\n\nclass ModelNew(Model):\n    """The relu dropped."""\n\n'
+           '    def forward(self, x):\n        # a comment kept\n\n        return F.relu(x) * 2\n')
+    assert cudal1.refined_task(task, sol) == (
+        "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\nclass Model(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n\n    def forward(self, x):\n        # a comment kept\n\n"
+        "        return F.relu(x) * 2\n\n\ndef get_inputs():\n    return [torch.randn(2)]\n")
+    for other in (sol.replace("(Model)", "(nn.Module)"),  # its own constructor: not the task's with a new forward
+                  sol.replace("    def forward", "    def helper(self):\n        pass\n\n    def forward"),
+                  sol.replace("import torch.nn.functional as F", "import numpy as np"),
+                  sol + "\nK = 2\n",  # a name the forward may read, which the refined program would lack
+                  sol.replace("    def forward", "    @staticmethod\n    def forward"),
+                  sol.replace("return", 'cudal1.load_cuda("__global__ void k() {}")\n        return'),
+                  sol.replace("\n", "\r\n"), "not python ("):
+        assert cudal1.refined_task(task, other) is None, other
 
 
 def test_fill_tokens_takes_as_many_rows_as_fit(tmp_path):
