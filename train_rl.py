@@ -76,6 +76,9 @@ parser.add_argument("--top-p", type=float, default=0.95, help="1: off")
 parser.add_argument("--cuda-graphs", type=int, default=-1, help="1: decode through one replayed CUDA graph per step "
                     "(cudal1.cuda_graph), 0: eagerly; -1: on a GPU (~20x faster there, bench/sample_speed.py)")
 # ---- exemplars (contrastive prompts)
+parser.add_argument("--refine", type=int, default=0, help="1: a task whose bank holds a correct solution faster than "
+                    "eager that cudal1.refined_task takes is asked as that program (the task with the fastest such "
+                    "solution's forward): an answer then makes a move on top of it, and is judged against the task")
 parser.add_argument("--exemplars", type=int, default=2, help="earlier correct solutions per prompt, at most")
 parser.add_argument("--seed-bank", default=None, help="evaluate.py records of kernels/ solutions: a fresh bank "
                     "starts with the correct ones of the RL tasks (step -1), so contrastive prompts show exemplars "
@@ -136,9 +139,12 @@ parser.add_argument("--held-out-tasks", type=int, default=-1, help="held-out gen
                     "held-out KernelBench level-2 tasks) answered greedily before the first step, every "
                     "--held-out-every steps and at the end; 0: none; -1: device default")
 parser.add_argument("--held-out-every", type=int, default=10, help="steps between held-out evaluations")
-parser.add_argument("--second-try", type=int, default=1, help="1: each held-out task also gets a second greedy "
-                    "answer, to the contrastive prompt its bank would give (the reference at 1.00x, and the first "
-                    "answer with its measured speedup when it passed): the groups '... second try'; 0: off")
+parser.add_argument("--second-try", type=lambda v: v if v == "refine" else int(v), default=1, help="1: each held-out "
+                    "task also gets a second greedy answer, to the contrastive prompt its bank would give (the "
+                    "reference at 1.00x, and the first answer with its measured speedup when it passed): the groups "
+                    "'... second try'; refine: instead, where the first answer passed and cudal1.refined_task takes "
+                    "it, to the plain prompt of the task rewritten with its forward (a second move on top of the "
+                    "first); 0: off")
 parser.add_argument("--resample", type=int, default=0, help="K: each held-out task also gets K answers to the plain "
                     "prompt sampled at --temperature (from one random stream at every measurement), the groups "
                     "'... sampled' (their mean: cudal1.sampled_score) and '... resampled' (the better of the first "
@@ -468,7 +474,11 @@ def held_out_eval(step):
     first = answer(plain, known=known)
     unchanged = sum(first[t] is known[t] for t in known)  # answer() hands back the known pair itself
     second, samples = {}, []
-    if args.second_try:
+    if args.second_try == "refine":  # the first answer's program as the task to speed up, where it passed
+        progs = {t: cudal1.refined_task(read(t), src) for t, (src, rec) in first.items() if rec and rec.get("correct")}
+        second = answer({t: tok.encode_prompt(cudal1.plain_prompt(p, target)) for t, p in progs.items() if p},
+                        known=first)
+    elif args.second_try:
         shown = {t: sorted([(read(t), cudal1.REFERENCE["speedup"])] + ([(src, rec["speedup"])] if rec and rec.get("correct")
                            else []), key=lambda e: e[1]) for t, (src, rec) in first.items()}
         second = answer({t: cudal1.fit_prompt(tok, read(t), target, shown[t], args.max_new_tokens or 1,
@@ -503,15 +513,19 @@ def log_held_out(step):
         stats, n = kept[0].get("stats", {}), len(held_groups["generated"])
         k = (stats["generated sampled"]["answers"] // n if "generated sampled" in stats
              else int("generated resampled" in stats))  # a line from before --resample K: one sample, no mean
+        said = kept[0].get("second_try", 1)  # a line from before --second-try refine: the contrastive one
         say(f"held-out at step {step}: measured already ({held_path})" + (
             f"; WARNING: {k} sampled answer(s) a task there, --resample {args.resample} here: the sampled lines "
-            "differ" if args.resample and (k != args.resample or "generated sampled" not in stats) else ""))
+            "differ" if args.resample and (k != args.resample or "generated sampled" not in stats) else "") + (
+            f"; WARNING: --second-try {said} there, {args.second_try} here: the second tries differ"
+            if said != args.second_try else ""))
         return 0.0
     t0 = time.time()
     stats, answers, unchanged = held_out_eval(step)
     if master:
         with open(held_path, "a") as f:
             f.write(json.dumps(dict(step=step, stats=stats, seconds=round(time.time() - t0, 1), device=target,
+                                    second_try=args.second_try,
                                     **({} if unchanged is None else {"unchanged": unchanged}))) + "\n")
         with open(held_answers_path, "a") as f:  # each answer, to read why it failed
             f.writelines(json.dumps(dict(step=step, **a)) + "\n" for a in answers)
@@ -534,14 +548,27 @@ def step_tasks(step):
     return out
 
 
+def program(task):
+    """The program a prompt asks to speed up: the task; with --refine, where the bank holds a correct solution
+    faster than eager that cudal1.refined_task takes, the task rewritten with the fastest one's forward."""
+    if args.refine:
+        for e in sorted(bank.correct(key[task]), key=lambda e: -e["record"]["speedup"]):
+            refined = e["record"]["speedup"] > 1.0 and cudal1.refined_task(read(task), e["source"])
+            if refined:
+                return refined
+    return read(task)
+
+
 def make_prompt(task, rng):
-    """(prompt ids, how many exemplars it shows): plain, or the task with up to --exemplars earlier correct
-    solutions drawn from the bank; the slowest is dropped first while the prompt is too long."""
+    """(prompt ids, how many exemplars it shows, whether it asks for a refined program): plain, or the task
+    (program()) with up to --exemplars earlier correct solutions drawn from the bank; the slowest is dropped
+    first while the prompt is too long."""
     drawn = [] if args.plain else cudal1.bucket_sample(bank.correct(key[task]), args.exemplars, args.buckets,
                                                         args.bucket_temperature, rng)
-    ids, kept = cudal1.fit_prompt(tok, read(task), target, [(e["source"], e["record"]["speedup"]) for e in drawn],
+    asked = program(task)
+    ids, kept = cudal1.fit_prompt(tok, asked, target, [(e["source"], e["record"]["speedup"]) for e in drawn],
                                   args.min_answer_tokens, cfg.block_size)  # an empty bank shows nothing: plain
-    return ids, len(kept)
+    return ids, len(kept), asked != read(task)
 
 
 def judge(groups):
@@ -561,7 +588,7 @@ def judge(groups):
             if source is not None:  # one form for a restated constructor, so a copy of a seed is one
                 source = cudal1.inherit_constructor(source, task_source)
             answers.append(dict(task=g["task"], text=text, source=source, stopped=row[-1:] == [tok.end_id],
-                                record=evaluate.record("parse_error", reason)))
+                                refined=g["refined"], record=evaluate.record("parse_error", reason)))
     # Code the bank has measured keeps that record: judged once in a run, not once a step. It earns no
     # advantage (known code), and a second noisy reading could only flatter its task's best.
     # (task, same code) -> its first judgement's verdict, without the timings this step's judging did not spend
@@ -670,15 +697,16 @@ def save():
 
 def sample(step):
     """This rank's share of the step's tasks, G answers to each task's prompt, decoded together in
-    one batch: groups (task, prompt ids, rows of answer ids, n_shown: how many exemplars its prompt shows)."""
+    one batch: groups (task, prompt ids, rows of answer ids, n_shown: how many exemplars its prompt shows,
+    refined: whether it asks for a refined program, --refine)."""
     rng = random.Random(f"{args.seed}-{step}-{rank}")  # exemplar draws
     gen = torch.Generator(device).manual_seed(args.seed * 1_000_003 + step * 1000 + rank)
     mine = step_tasks(step)[rank::world]
-    prompts = [make_prompt(task, rng) for task in mine]  # (ids, n_shown) per task
-    rows = cudal1.generate(cudal1.sampling_model(model, dtype), [ids for ids, _ in prompts], G,
+    prompts = [make_prompt(task, rng) for task in mine]  # (ids, n_shown, refined) per task
+    rows = cudal1.generate(cudal1.sampling_model(model, dtype), [ids for ids, *_ in prompts], G,
                            args.max_new_tokens or cfg.block_size, args.temperature, args.top_k, args.top_p,
                            gen, tok.end_id, bool(args.cuda_graphs)) if prompts else []  # a rank may have no task
-    return [dict(task=task, prompt=ids, rows=r, n_shown=n) for task, (ids, n), r in zip(mine, prompts, rows)]
+    return [dict(task=task, prompt=ids, rows=r, n_shown=n, refined=f) for task, (ids, n, f), r in zip(mine, prompts, rows)]
 
 
 def share(answers, rejudged, n_shown):
@@ -736,6 +764,7 @@ def log_step(step, answers, rejudged, n_shown, loss, kl, times):
                 copied=copied, known=sum(a["known"] for a in answers) / n,
                 composed=sum(len(cudal1.moves_shown(a["source"])) >= 2 for a in good) / max(1, len(good)),
                 exemplars=statistics.mean(n_shown) if n_shown else 0, best=best, rejudged=len(rejudged),
+                refined=sum(a["refined"] for a in answers) / n,  # --refine: answers asked for a refined program
                 signal=signal, distinct=distinct,  # groups with a learning signal; parsed codes per group
                 statuses=dict(Counter(r["status"] for r in recs)),
                 rejects=dict(Counter(r["message"] for r in recs if r["status"] == "parse_error").most_common(3)),
@@ -762,7 +791,8 @@ def log_step(step, answers, rejudged, n_shown, loss, kl, times):
         with open(answers_path, "a") as f:  # every answer, for reading what the policy writes
             f.writelines(json.dumps(dict(step=step, task=key[a["task"]], reward=a["reward"], adv=round(a["adv"], 4),
                                          known=a["known"], status=a["record"]["status"],
-                                         message=a["record"].get("message"), stopped=a["stopped"], text=a["text"])) + "\n"
+                                         message=a["record"].get("message"), stopped=a["stopped"], text=a["text"],
+                                         **({"refined": a["refined"]} if args.refine else {}))) + "\n"
                          for a in answers)
         if rejudged:
             with open(os.path.join(args.out, "rejudged.jsonl"), "a") as f:

@@ -20,7 +20,7 @@ pack() { tar czf "$OUT/results${TAG:-}.tgz" --exclude='*.safetensors' --exclude=
 # end is not taken for a finished one
 uncarry() {
   if ! test -f out/sft/.complete && test -d carried/sft; then
-    rm -rf out/sft out/rl-start; python3 bench/carry_checkpoint.py unpack carried/sft out/sft && touch out/sft/.complete
+    rm -rf out/sft out/rl-start*; python3 bench/carry_checkpoint.py unpack carried/sft out/sft && touch out/sft/.complete
     # the start's held-out line only where it was measured on this kind of GPU: a line from another reads its speeds
     if test -f carried/rl-start/held_out.jsonl && python3 -c "import json, sys, cudal1
 sys.exit(json.loads(open('carried/rl-start/held_out.jsonl').readline()).get('device') != cudal1.device_name('cuda'))"; then
@@ -110,21 +110,23 @@ print(','.join(s for _, s in best.values()))")
                     # "contrastive-1 plain-1") not yet run, while ARM_SECONDS of the call's CALL_SECONDS are left
           uncarry
           if ! test -f out/sft/.complete; then
-            rm -rf out/rl-start; mkdir -p build
+            rm -rf out/rl-start*; mkdir -p build
             python3 train_sft.py --out out/sft --rounds 0 --held-out-tasks 0 --log-every 500 ${SFT_FLAGS:-} \
               --report "results/curriculum-$CARD-${SFT_TAG:-stage1}" > build/sft.log 2>&1; tail -12 build/sft.log
             test -f out/sft/report.json && touch out/sft/.complete && python3 bench/carry_checkpoint.py pack out/sft "$OUT/sft"
           fi
           # the start's line: kept where out/rl-start has one taken on today's held-out task code, else measured
-          # RESAMPLE=K: K sampled answers per held-out task (train_rl --resample; a carried start line has 1)
-          python3 train_rl.py --init out/sft --out out/rl-start --steps 0 --resample "${RESAMPLE:-1}" 2>&1 | tail -4
+          # RESAMPLE=K: K sampled answers per held-out task (train_rl --resample; a carried start line has 1);
+          # SECOND_TRY=refine: the second try rewrites the first answer's program (its start line kept apart)
+          start=out/rl-start${SECOND_TRY:+-$SECOND_TRY}; held="--resample ${RESAMPLE:-1} --second-try ${SECOND_TRY:-1}"
+          python3 train_rl.py --init out/sft --out $start --steps 0 $held 2>&1 | tail -4
           for a in ${ARMS:-contrastive-1 plain-1}; do
             arm=${a%-*}; s=${a#*-}; d=out/rl-$arm-s$s${ARM_TAG:-}  # ARM_TAG (e.g. -lr1e-4) names a variant run with RL_FLAGS
             test -f $d/log.jsonl && continue
             [ $((${CALL_SECONDS:-570} - SECONDS)) -lt "${ARM_SECONDS:-125}" ] && { echo "no time left for $a"; break; }
-            mkdir -p $d; cp out/rl-start/held_out.jsonl out/rl-start/held_out_answers.jsonl $d/
+            mkdir -p $d; cp $start/held_out.jsonl $start/held_out_answers.jsonl $d/
             python3 train_rl.py --init out/sft --out $d --seed $s $([ $arm = plain ] && echo --plain) \
-              --time-limit "${ABLATION_MINUTES:-1}" --held-out-every 1000 --resample "${RESAMPLE:-1}" ${RL_FLAGS:-} 2>&1 | tail -5
+              --time-limit "${ABLATION_MINUTES:-1}" --held-out-every 1000 $held ${RL_FLAGS:-} 2>&1 | tail -5
             pack
           done ;;
     judge-phases)  # issue 13: where a screened candidate's ~0.6 s on the GPU goes -> results/CARD-judge-phases-MMDD-HHMM.md (~1 min)

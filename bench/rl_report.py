@@ -120,7 +120,7 @@ runs = [load(p) for p in args.runs]
 # settings lack a flag in UNRECORDED ran at that value: a removed flag's value from then on, an added flag's
 # behaviour before it existed
 UNRECORDED = dict(distill=0.0, distill_rows="best", ppo_epochs=1, clip_eps=0.0, kl_coef=0.0,
-                  advantage="group")
+                  advantage="group", refine=0)
 RUNTIME = ("seed", "plain", "out", "device", "dtype", "judge_jobs", "save_every", "cuda_graphs", "steps", "time_limit",
            "held_out_every", "timeout")
 setting = lambda r, k: r["settings"].get(k, UNRECORDED.get(k, "?"))
@@ -434,7 +434,13 @@ if held:  # the split no training input touches, measured before the first updat
            *(["A group's second try (train_rl.py --second-try) scores each task by the better of that answer and a "
            "second greedy one to the contrastive prompt its bank would then hold (the reference at 1.00x and the "
            "first answer as measured, when it passed); its correct is the share of second answers that pass.", ""]
-             if any(g.endswith(" second try") for g in groups) else []),
+             if any(g.endswith(" second try") for g in groups) and any(r["held"][-1].get("second_try", 1) == 1
+                                                                       for r in held) else []),
+           *(["Under --second-try refine a second try is instead a greedy answer to the plain prompt of the task "
+              "rewritten with the first answer's forward (cudal1.refined_task), asked where the first answer "
+              "passed and is a PyTorch-level ModelNew(Model) overriding forward alone: a second move on top of the "
+              "first.", ""]
+             if any(r["held"][-1].get("second_try") == "refine" for r in held) else []),
            *(["A group's resampled (train_rl.py --resample) is its control: the better of the first answer and one "
               "sampled to the same plain prompt at the run's temperature, which saw nothing of the first.", ""]
              if any(g.endswith(" resampled") for g in groups) else []),

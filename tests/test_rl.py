@@ -276,15 +276,16 @@ runpy.run_path(os.path.join({root!r}, "train_rl.py"), run_name="__main__")
 '''
 
 
-def rl_runner(tmp_path, fake_judge=False):
-    """(run(steps, *flags) -> CompletedProcess or Popen, out dir, prompts file) on a tiny fresh model."""
+def rl_runner(tmp_path, fake_judge=False, good=RELU):
+    """(run(steps, *flags) -> CompletedProcess or Popen, out dir, prompts file) on a tiny fresh model whose
+    answers are `good`, a failure, and (every fourth) `good` with other code."""
     tok = cudal1.Tokenizer()  # bytes only: the fake answers encode exactly
     cfg = cudal1.Config(vocab_size=tok.vocab_size, block_size=2048, n_layer=1, n_head=2, n_kv_head=2, n_embd=32, n_hidden=64)
     torch.manual_seed(0)
     cudal1.save_checkpoint(str(tmp_path / "sft"), cudal1.Transformer(cfg), tok, {"step": 0, "round": 1})
     prompts = str(tmp_path / "prompts.txt")
     driver = tmp_path / "driver.py"
-    driver.write_text(DRIVER.format(root=ROOT, prompts=prompts, relu=RELU, bad=BAD, fake_judge=fake_judge))
+    driver.write_text(DRIVER.format(root=ROOT, prompts=prompts, relu=good, bad=BAD, fake_judge=fake_judge))
     out = tmp_path / "rl"
 
     def run(steps, *flags, wait=True):
@@ -742,6 +743,39 @@ def test_held_out_line_of_the_start_is_measured_once_and_reused(tmp_path):
         said = {"same": "| 1 first answers the start's code again", "other": "| 0 first answers"}.get(name)
         assert (said in p.stdout) if said else ("start's code again" not in p.stdout), p.stdout
         assert "moved aside" not in p.stdout, p.stdout
+
+
+def test_refine_asks_for_the_answers_program_and_the_second_try_rewrites_the_first(tmp_path):
+    # an answer that overrides Model.forward alone (cudal1.refined_task takes it): with --refine, once the bank
+    # holds it faster than eager the task is asked as the program with its forward; the held-out second try
+    # (--second-try refine) asks for the first answer's program the same way, to the plain prompt
+    good = '"""clamp_min(0) is ReLU without the activation dispatch."""\n\n\nclass ModelNew(Model):\n' \
+           '    def forward(self, x):\n        return x.clamp_min(0)\n'
+    run, out, prompts = rl_runner(tmp_path, fake_judge=True, good=good)
+    run(2, "--plain", "--refine", "1", "--held-out-tasks", "1", "--held-out-every", "5", "--second-try", "refine",
+        "--max-new-tokens", "32")
+    seen = [eval(line) for line in open(prompts)]  # held-out first, second try; step 0, 1; held-out first, second
+    assert len(seen) == 6 and not any("Earlier solutions" in p for p in seen), len(seen)
+    forward = "    def forward(self, x):\n        return x.clamp_min(0)\n"
+    assert [forward in p for p in seen] == [False, True, False, True, False, True], seen
+    assert "class Model(nn.Module)" in seen[3] and "torch.relu" not in seen[3].split("class Model")[1]
+    assert seen[1].count("class Model(") == 1 and seen[1].split("class Model(")[0] == seen[0].split("class Model(")[0]
+    log = [json.loads(line) for line in open(out / "log.jsonl")]
+    assert [l["refined"] for l in log] == [0.0, 1.0]
+    answers = [json.loads(line) for line in open(out / "answers.jsonl")]
+    assert [a["refined"] for a in answers] == [False, False, True, True]
+    held = [json.loads(line) for line in open(out / "held_out.jsonl")]
+    assert [(l["step"], l["second_try"]) for l in held] == [(0, "refine"), (2, "refine")]
+    second = [json.loads(line) for line in open(out / "held_out_answers.jsonl") if json.loads(line)["attempt"] == 2]
+    assert len(second) == 2  # the first answer's code again: its reading kept
+    arm = tmp_path / "arm"
+    arm.mkdir()
+    for name in ("held_out.jsonl", "held_out_answers.jsonl"):
+        (arm / name).write_text("".join(line for line in open(out / name) if json.loads(line)["step"] == 0))
+    p = run(0, "--held-out-tasks", "1", "--out", str(arm))  # the default second try: the contrastive one
+    assert "WARNING: --second-try refine there, 1 here: the second tries differ" in p.stdout, p.stdout
+    p = run(0, "--held-out-tasks", "1", "--out", str(arm), "--second-try", "refine")
+    assert "WARNING" not in p.stdout, p.stdout
 
 
 def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
