@@ -1139,17 +1139,18 @@ def split_score(records, tasks):
                 / max(1, len(records)), solved=len(best), geomean=geomean)
 
 
-def held_out_scores(results, groups):
+def held_out_scores(results, groups, second="second try"):
     """{group: split_score} of held-out answers: results holds (task, first, second try, sampled...), each
-    answer a (source, record) or None when not asked. '{group} second try' and '{group} resampled' (the
-    first sampled answer) score each task by the better of its first answer and that one; their correct
-    is the second answers' share. '{group} sampled': every sampled answer, averaged (sampled_score)."""
+    answer a (source, record) or None when not asked. '{group} second try' (or `second`: 'refined', train_rl
+    --second-try refine) and '{group} resampled' (the first sampled answer) score each task by the better
+    of its first answer and that one; their correct is the second answers' share (answers: how many were
+    asked). '{group} sampled': every sampled answer, averaged (sampled_score)."""
     stats = {}
     for group, ts in groups.items():
         rows = [r for r in results if r[0] in ts]
         ones = [(r[0], r[1][1]) for r in rows]
         stats[group] = split_score(ones, ts)
-        for i, name in ((2, "second try"), (3, "resampled")):
+        for i, name in ((2, second), (3, "resampled")):
             twos = [(r[0], r[i][1]) for r in rows if len(r) > i and r[i]]
             if twos:
                 stats[f"{group} {name}"] = {**split_score(ones + twos, ts), "answers": len(twos),
@@ -1290,46 +1291,47 @@ def inherit_constructor(solution_source, task_source):
 def refined_task(task_source, solution_source):
     """The task with Model.forward replaced by a solution's, when the solution is a PyTorch-level `class
     ModelNew(Model)` that overrides forward alone (the teacher's drop, reorder and constant moves are
-    written so), and its other lines import torch or math; else None. The result is a program in the
-    task's own format, so a policy taught to make one move on a task can make a second move on it:
-    composing by rewriting twice. Its docstring still names the task's ops; the judge compares an
-    answer with the original task, never with this."""
+    written so), imports nothing the task does not, and names neither Model nor super() in it; else
+    None. The result is a program in the task's own format, so a policy taught to make one move on a
+    task can make a second move on it: composing by rewriting twice. Its docstring still names the
+    task's ops; the judge runs an answer after the original task and compares it with that, never with
+    this (so the program imports only what the task does: what it promises an answer is what it gets)."""
     if solution_kind(solution_source) != "pytorch" or "\r" in solution_source + task_source:
         return None
     try:
         sol, task = ast.parse(solution_source), ast.parse(task_source)
     except SyntaxError:
         return None
-    imports, classes = [], []
-    for n in sol.body:
-        if isinstance(n, (ast.Import, ast.ImportFrom)):
-            names = [a.name for a in n.names] if isinstance(n, ast.Import) else [n.module or ""]
-            if not all(x == "math" or x == "torch" or x.startswith("torch.") for x in names):
-                return None
-            imports.append(n)
-        elif isinstance(n, ast.ClassDef):
-            classes.append(n)
-        elif not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)):  # a docstring is all else allowed
-            return None
-    if len(classes) != 1 or classes[0].name != "ModelNew" or [ast.unparse(b) for b in classes[0].bases] != ["Model"]:
+    have = {ast.unparse(n) for n in task.body if isinstance(n, (ast.Import, ast.ImportFrom))}
+    classes = [n for n in sol.body if isinstance(n, ast.ClassDef)]
+    if any(not (isinstance(n, (ast.Import, ast.ImportFrom)) and ast.unparse(n) in have or n in classes
+                or isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)) for n in sol.body):
+        return None  # an import the task lacks, or a name of its own the forward might read
+    cls = classes[0] if len(classes) == 1 else None
+    if (cls is None or cls.name != "ModelNew" or [ast.unparse(b) for b in cls.bases] != ["Model"] or cls.keywords
+            or cls.decorator_list):
         return None
-    new = [n for n in classes[0].body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    new = [n for n in cls.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
     if len(new) != 1 or not isinstance(new[0], ast.FunctionDef) or new[0].name != "forward" or new[0].decorator_list:
         return None
+    if {n.id for n in ast.walk(new[0]) if isinstance(n, ast.Name)} & {"super", "Model", "ModelNew", "__class__"}:
+        return None  # moved into Model it would call itself, nn.Module's forward, or a name no longer there
     model = [n for n in task.body if isinstance(n, ast.ClassDef) and n.name == "Model"]
-    old = [n for n in (model[0].body if model else []) if isinstance(n, ast.FunctionDef) and n.name == "forward"]
+    old = [n for n in (model[0].body if len(model) == 1 else [])
+           if isinstance(n, ast.FunctionDef) and n.name == "forward"]
     if len(old) != 1 or old[0].decorator_list:
         return None
     mine, lines = solution_source.split("\n"), task_source.split("\n")
     pad = lines[old[0].lineno - 1][:old[0].col_offset]
-    body = [pad + line[new[0].col_offset:] if line.strip() else "" for line in mine[new[0].lineno - 1:new[0].end_lineno]]
-    lines[old[0].lineno - 1:old[0].end_lineno] = body
-    have = {ast.unparse(n) for n in task.body if isinstance(n, (ast.Import, ast.ImportFrom))}
-    missing = [ast.unparse(n) for n in imports if ast.unparse(n) not in have]
-    if missing:  # after the task's last top-level import (the edit above is below it, in Model)
-        last = max((n.end_lineno for n in task.body if isinstance(n, (ast.Import, ast.ImportFrom))), default=0)
-        lines[last:last] = missing
-    return "\n".join(lines)
+    lines[old[0].lineno - 1:old[0].end_lineno] = [pad + line[new[0].col_offset:] if line.strip() else ""
+                                                   for line in mine[new[0].lineno - 1:new[0].end_lineno]]
+    out = "\n".join(lines)
+    try:  # line edits cannot see inside a string literal's lines: the result must hold the same forward
+        moved = [n for n in ast.parse(out).body if isinstance(n, ast.ClassDef) and n.name == "Model"][0].body
+    except SyntaxError:
+        return None
+    same = [n for n in moved if isinstance(n, ast.FunctionDef) and n.name == "forward"]
+    return out if len(same) == 1 and ast.dump(same[0]) == ast.dump(new[0]) else None
 
 
 def solution_code(solution_source):

@@ -139,12 +139,13 @@ parser.add_argument("--held-out-tasks", type=int, default=-1, help="held-out gen
                     "held-out KernelBench level-2 tasks) answered greedily before the first step, every "
                     "--held-out-every steps and at the end; 0: none; -1: device default")
 parser.add_argument("--held-out-every", type=int, default=10, help="steps between held-out evaluations")
-parser.add_argument("--second-try", type=lambda v: v if v == "refine" else int(v), default=1, help="1: each held-out "
+parser.add_argument("--second-try", type=lambda v: v if v == "refine" else int(v), choices=(0, 1, "refine"),
+                    default=1, help="1: each held-out "
                     "task also gets a second greedy answer, to the contrastive prompt its bank would give (the "
                     "reference at 1.00x, and the first answer with its measured speedup when it passed): the groups "
                     "'... second try'; refine: instead, where the first answer passed and cudal1.refined_task takes "
                     "it, to the plain prompt of the task rewritten with its forward (a second move on top of the "
-                    "first); 0: off")
+                    "first), the groups '... refined'; 0: off")
 parser.add_argument("--resample", type=int, default=0, help="K: each held-out task also gets K answers to the plain "
                     "prompt sampled at --temperature (from one random stream at every measurement), the groups "
                     "'... sampled' (their mean: cudal1.sampled_score) and '... resampled' (the better of the first "
@@ -440,7 +441,9 @@ def held_out_eval(step):
     contrastive prompt a stage-3 bank would hold for it after that answer (the reference at 1.00x,
     and the first answer with its measured speedup if it passed), scored by the better of the two
     answers (correct: the share of second answers that pass). That is what contrastive RL trains:
-    using a measured attempt on a task never seen. With --resample K, K answers sampled to the same plain
+    using a measured attempt on a task never seen. With --second-try refine, '{group} refined' instead: where
+    the first answer passed and cudal1.refined_task takes it, a greedy answer to the plain prompt of the task
+    rewritten with its forward (a restatement of that program reads as the first answer). With --resample K, K answers sampled to the same plain
     prompt: '{group} resampled' scores the better of the first answer and the first of them, what a second
     answer earns without seeing the first, and '{group} sampled' their mean (cudal1.sampled_score). Nothing
     of it enters the bank or the loss."""
@@ -475,9 +478,14 @@ def held_out_eval(step):
     unchanged = sum(first[t] is known[t] for t in known)  # answer() hands back the known pair itself
     second, samples = {}, []
     if args.second_try == "refine":  # the first answer's program as the task to speed up, where it passed
-        progs = {t: cudal1.refined_task(read(t), src) for t, (src, rec) in first.items() if rec and rec.get("correct")}
-        second = answer({t: tok.encode_prompt(cudal1.plain_prompt(p, target)) for t, p in progs.items() if p},
-                        known=first)
+        progs = {t: cudal1.refined_task(read(t), cudal1.inherit_constructor(src, read(t)))
+                 for t, (src, rec) in first.items() if rec and rec.get("correct")}
+        progs = {t: p for t, p in progs.items() if p}
+        second = answer({t: tok.encode_prompt(cudal1.plain_prompt(p, target)) for t, p in progs.items()}, known=first)
+        for t, (src, _) in second.items():  # the given program again, however restated: the first answer's reading
+            again = src and cudal1.refined_task(read(t), cudal1.inherit_constructor(src, read(t)))
+            if again and cudal1.same_code(again) == cudal1.same_code(progs[t]):
+                second[t] = first[t]
     elif args.second_try:
         shown = {t: sorted([(read(t), cudal1.REFERENCE["speedup"])] + ([(src, rec["speedup"])] if rec and rec.get("correct")
                            else []), key=lambda e: e[1]) for t, (src, rec) in first.items()}
@@ -500,7 +508,8 @@ def held_out_eval(step):
         for attempt, (src, rec) in ((i, a) for i, a in enumerate(tries, 1) if a):
             answers.append(dict(task=t, attempt=attempt, source=src, task_sha=sha,
                                 **{k: rec.get(k) for k in ("status", "speedup", "err_vs_tol", "message")}))
-    return cudal1.held_out_scores(results, held_groups), answers, unchanged if start else None
+    return (cudal1.held_out_scores(results, held_groups, "refined" if args.second_try == "refine" else "second try"),
+            answers, unchanged if start else None)
 
 
 def log_held_out(step):
@@ -513,7 +522,7 @@ def log_held_out(step):
         stats, n = kept[0].get("stats", {}), len(held_groups["generated"])
         k = (stats["generated sampled"]["answers"] // n if "generated sampled" in stats
              else int("generated resampled" in stats))  # a line from before --resample K: one sample, no mean
-        said = kept[0].get("second_try", 1)  # a line from before --second-try refine: the contrastive one
+        said = kept[0].get("second_try") or int("generated second try" in stats)  # a contrastive one is always asked
         say(f"held-out at step {step}: measured already ({held_path})" + (
             f"; WARNING: {k} sampled answer(s) a task there, --resample {args.resample} here: the sampled lines "
             "differ" if args.resample and (k != args.resample or "generated sampled" not in stats) else "") + (
@@ -525,7 +534,7 @@ def log_held_out(step):
     if master:
         with open(held_path, "a") as f:
             f.write(json.dumps(dict(step=step, stats=stats, seconds=round(time.time() - t0, 1), device=target,
-                                    second_try=args.second_try,
+                                    **({"second_try": "refine"} if args.second_try == "refine" else {}),
                                     **({} if unchanged is None else {"unchanged": unchanged}))) + "\n")
         with open(held_answers_path, "a") as f:  # each answer, to read why it failed
             f.writelines(json.dumps(dict(step=step, **a)) + "\n" for a in answers)
@@ -549,26 +558,29 @@ def step_tasks(step):
 
 
 def program(task):
-    """The program a prompt asks to speed up: the task; with --refine, where the bank holds a correct solution
-    faster than eager that cudal1.refined_task takes, the task rewritten with the fastest one's forward."""
+    """(the program a prompt asks to speed up, the bank's solution it was made from or None): the task; with
+    --refine, where the bank holds a correct solution faster than eager that cudal1.refined_task takes, the
+    task rewritten with the fastest one's forward, while its plain prompt leaves --min-answer-tokens."""
     if args.refine:
         for e in sorted(bank.correct(key[task]), key=lambda e: -e["record"]["speedup"]):
             refined = e["record"]["speedup"] > 1.0 and cudal1.refined_task(read(task), e["source"])
-            if refined:
-                return refined
-    return read(task)
+            if refined and (len(tok.encode_prompt(cudal1.plain_prompt(refined, target))) + args.min_answer_tokens
+                            <= cfg.block_size):
+                return refined, e["source"]
+    return read(task), None
 
 
 def make_prompt(task, rng):
-    """(prompt ids, how many exemplars it shows, whether it asks for a refined program): plain, or the task
-    (program()) with up to --exemplars earlier correct solutions drawn from the bank; the slowest is dropped
-    first while the prompt is too long."""
-    drawn = [] if args.plain else cudal1.bucket_sample(bank.correct(key[task]), args.exemplars, args.buckets,
-                                                        args.bucket_temperature, rng)
-    asked = program(task)
+    """(prompt ids, how many exemplars it shows, the program asked, the solution it was made from or None):
+    plain, or the program (program()) with up to --exemplars earlier correct solutions drawn from the bank
+    (never the one the program was made from: it is shown already); the slowest is dropped first while the
+    prompt is too long."""
+    asked, given = program(task)
+    drawn = [] if args.plain else cudal1.bucket_sample([e for e in bank.correct(key[task]) if e["source"] != given],
+                                                        args.exemplars, args.buckets, args.bucket_temperature, rng)
     ids, kept = cudal1.fit_prompt(tok, asked, target, [(e["source"], e["record"]["speedup"]) for e in drawn],
                                   args.min_answer_tokens, cfg.block_size)  # an empty bank shows nothing: plain
-    return ids, len(kept), asked != read(task)
+    return ids, len(kept), asked, given
 
 
 def judge(groups):
@@ -587,8 +599,11 @@ def judge(groups):
             source, reason = cudal1.parse_answer(text)
             if source is not None:  # one form for a restated constructor, so a copy of a seed is one
                 source = cudal1.inherit_constructor(source, task_source)
+            again = g["given"] and source and cudal1.refined_task(task_source, source)
+            if again and cudal1.same_code(again) == cudal1.same_code(g["asked"]):
+                source = g["given"]  # the program it was asked, restated: that solution's code (known)
             answers.append(dict(task=g["task"], text=text, source=source, stopped=row[-1:] == [tok.end_id],
-                                refined=g["refined"], record=evaluate.record("parse_error", reason)))
+                                given=g["given"], record=evaluate.record("parse_error", reason)))
     # Code the bank has measured keeps that record: judged once in a run, not once a step. It earns no
     # advantage (known code), and a second noisy reading could only flatter its task's best.
     # (task, same code) -> its first judgement's verdict, without the timings this step's judging did not spend
@@ -698,15 +713,16 @@ def save():
 def sample(step):
     """This rank's share of the step's tasks, G answers to each task's prompt, decoded together in
     one batch: groups (task, prompt ids, rows of answer ids, n_shown: how many exemplars its prompt shows,
-    refined: whether it asks for a refined program, --refine)."""
+    asked and given: the program it asks for and the solution that was made from, --refine)."""
     rng = random.Random(f"{args.seed}-{step}-{rank}")  # exemplar draws
     gen = torch.Generator(device).manual_seed(args.seed * 1_000_003 + step * 1000 + rank)
     mine = step_tasks(step)[rank::world]
-    prompts = [make_prompt(task, rng) for task in mine]  # (ids, n_shown, refined) per task
+    prompts = [make_prompt(task, rng) for task in mine]  # (ids, n_shown, asked, given) per task
     rows = cudal1.generate(cudal1.sampling_model(model, dtype), [ids for ids, *_ in prompts], G,
                            args.max_new_tokens or cfg.block_size, args.temperature, args.top_k, args.top_p,
                            gen, tok.end_id, bool(args.cuda_graphs)) if prompts else []  # a rank may have no task
-    return [dict(task=task, prompt=ids, rows=r, n_shown=n, refined=f) for task, (ids, n, f), r in zip(mine, prompts, rows)]
+    return [dict(task=task, prompt=ids, rows=r, n_shown=n, asked=asked, given=given)
+            for task, (ids, n, asked, given), r in zip(mine, prompts, rows)]
 
 
 def share(answers, rejudged, n_shown):
@@ -764,7 +780,7 @@ def log_step(step, answers, rejudged, n_shown, loss, kl, times):
                 copied=copied, known=sum(a["known"] for a in answers) / n,
                 composed=sum(len(cudal1.moves_shown(a["source"])) >= 2 for a in good) / max(1, len(good)),
                 exemplars=statistics.mean(n_shown) if n_shown else 0, best=best, rejudged=len(rejudged),
-                refined=sum(a["refined"] for a in answers) / n,  # --refine: answers asked for a refined program
+                **({"refined": sum(bool(a["given"]) for a in answers) / n} if args.refine else {}),  # asked refined
                 signal=signal, distinct=distinct,  # groups with a learning signal; parsed codes per group
                 statuses=dict(Counter(r["status"] for r in recs)),
                 rejects=dict(Counter(r["message"] for r in recs if r["status"] == "parse_error").most_common(3)),
@@ -781,7 +797,8 @@ def log_step(step, answers, rejudged, n_shown, loss, kl, times):
     say(f"step {step + 1:4d}/{args.steps} | reward mean {line['reward_mean']:+.2f} max {line['reward_max']:+.2f} | "
         f"parse {parsed:.0%} compile {compiled:.0%} correct {correct:.0%} ({copied:.0%} copies) | "
         f"{signal:.0%} of groups with a signal, {distinct:.1f} codes each | "
-        + (f"kl {kl:.4f} | " if kl is not None else "") + f"best {bests} | "
+        + (f"kl {kl:.4f} | " if kl is not None else "") + (f"refined {line['refined']:.0%} | " if args.refine else "")
+        + f"best {bests} | "
         f"sample {t1 - t0:.0f}s judge {t2 - t1:.0f}s (GPU {line['judge_gpu_s']:.0f}s, slowest build "
         f"{line['judge_build_s']:.0f}s) train {t3 - t2:.0f}s"
         + (f" | {len(rejudged)} judged twice" if rejudged else ""))
@@ -792,7 +809,7 @@ def log_step(step, answers, rejudged, n_shown, loss, kl, times):
             f.writelines(json.dumps(dict(step=step, task=key[a["task"]], reward=a["reward"], adv=round(a["adv"], 4),
                                          known=a["known"], status=a["record"]["status"],
                                          message=a["record"].get("message"), stopped=a["stopped"], text=a["text"],
-                                         **({"refined": a["refined"]} if args.refine else {}))) + "\n"
+                                         **({"refined": bool(a["given"])} if args.refine else {}))) + "\n"
                          for a in answers)
         if rejudged:
             with open(os.path.join(args.out, "rejudged.jsonl"), "a") as f:

@@ -121,7 +121,8 @@ print(','.join(s for _, s in best.values()))")
           start=out/rl-start${SECOND_TRY:+-$SECOND_TRY}; held="--resample ${RESAMPLE:-1} --second-try ${SECOND_TRY:-1}"
           python3 train_rl.py --init out/sft --out $start --steps 0 $held 2>&1 | tail -4
           for a in ${ARMS:-contrastive-1 plain-1}; do
-            arm=${a%-*}; s=${a#*-}; d=out/rl-$arm-s$s${ARM_TAG:-}  # ARM_TAG (e.g. -lr1e-4) names a variant run with RL_FLAGS
+            arm=${a%-*}; s=${a#*-}; d=out/rl-$arm-s$s${SECOND_TRY:+-$SECOND_TRY}${ARM_TAG:-}  # ARM_TAG (e.g. -lr1e-4)
+            # names a variant run with RL_FLAGS
             test -f $d/log.jsonl && continue
             [ $((${CALL_SECONDS:-570} - SECONDS)) -lt "${ARM_SECONDS:-125}" ] && { echo "no time left for $a"; break; }
             mkdir -p $d; cp $start/held_out.jsonl $start/held_out_answers.jsonl $d/

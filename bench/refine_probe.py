@@ -10,14 +10,16 @@ sampled ones, --start's held_out_answers.jsonl, as measured on the GPU) include 
 its own (cudal1.refined_task, the fastest such answer). The --init policy answers it greedily, to the plain
 prompt, and the report says what it wrote: whether it parses, whether its code is the program it was given
 (a copy), which moves it shows beyond the given program's, and whether it computes the original task's
-output on the CPU (fused CUDA through tests/cuda_cpu.py's emulator, at batch 2; the judge's strict rule).
-Speed needs the GPU. The 27.8M policy on a 2-core CPU: ~2 min for the answers.
+output on the CPU (the judge's Worker and its correctness trials, fused CUDA through tests/cuda_cpu.py's
+emulator, at batch 2).
+Speed needs the GPU. The 27.8M policy on a 2-core CPU: ~40 s in all.
 """
 import argparse
 import ast
 import glob
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -57,6 +59,9 @@ for a in map(json.loads, open(os.path.join(args.start, "held_out_answers.jsonl")
         given[name] = (a["speedup"], a["attempt"], a["source"], refined)
 names = sorted(given, key=lambda n: int(n.split("_")[0]))
 print(f"{len(names)} of {len(tasks)} held-out generated tasks have a refinable correct start answer", flush=True)
+if not names:
+    raise SystemExit("nothing to rewrite: no start answer is a correct PyTorch-level ModelNew(Model) overriding "
+                     "forward alone")
 
 model, tok, _ = cudal1.load_checkpoint(args.init, "cpu")
 model.eval().requires_grad_(False)
@@ -81,42 +86,26 @@ def forward_of(source):
 
 
 def check(task_path, source):
-    """'ok', or why the answer does not compute the task's output (on the CPU, batch 2, strict)."""
-    task = evaluate.load_module(task_path, "task_probe")
-    if hasattr(task, "batch_size"):
-        task.batch_size = 2
+    """'ok', or why the answer fails: the judge's own Worker (its seeding, state copy, rules and strict
+    comparison; evaluate.Worker) in this process, its correctness trials alone, on the task at batch 2 with
+    load_cuda the CPU emulator's."""
     real = cudal1.load_cuda
     cudal1.load_cuda = cuda_cpu.load_cuda
     try:
-        sol = _load(source, task)
-        torch.manual_seed(0)
-        ref = task.Model(*task.get_init_inputs())
-        new = sol.ModelNew(*task.get_init_inputs())
-        new.load_state_dict(ref.state_dict())
-        ref.eval(), new.eval()
-        for _ in range(2):
-            xs = task.get_inputs()
-            with torch.no_grad():
-                want, got = ref(*[x.clone() for x in xs]), new(*[x.clone() for x in xs])
-            if got.shape != want.shape:
-                return f"shape {tuple(got.shape)} for {tuple(want.shape)}"
-            ok, err, _ = evaluate._compare(got, want, evaluate.STRICT)
-            if not ok:
-                return f"max error {err:.3g}"
+        with tempfile.TemporaryDirectory() as d:
+            paths = [os.path.join(d, n) for n in ("task.py", "sol.py")]
+            for path, text in zip(paths, (re.sub(r"^batch_size = \d+$", "batch_size = 2", cudal1.read(task_path),
+                                                 flags=re.M), source)):
+                with open(path, "w") as f:
+                    f.write(text)
+            worker = evaluate.Worker(*paths, {**evaluate.DEFAULTS, "device": "cpu"})
+            for k in range(2):
+                worker.checked_trial(k)
         return "ok"
-    except Exception as e:  # a build or run failure is a verdict here
+    except Exception as e:  # a build or run failure, a wrong output or a cheat is a verdict here
         return f"{type(e).__name__}: {str(e).splitlines()[0][:80] if str(e) else ''}"
     finally:
         cudal1.load_cuda = real
-
-
-def _load(source, task):
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
-        f.write(source)
-    try:
-        return evaluate.load_module(f.name, "sol_probe", scope=task)
-    finally:
-        os.unlink(f.name)
 
 
 kept = []  # every answer with what it was given, beside the report (--out's .jsonl)
@@ -126,10 +115,11 @@ for n, ids in zip(names, outs):
     code, why = cudal1.parse_answer(tok.decode(ids))
     kept.append(dict(task=n, given=src, answer=tok.decode(ids)))
     if code is None:
-        rows.append((n, speed, attempt, "-", why[:60], "", "")); continue
+        rows.append((n, speed, attempt, "-", why[:60], "", ""))
+        continue
     tally["parse"] += 1
-    if cudal1.same_code("\n".join(forward_of(code))) == cudal1.same_code("\n".join(forward_of(refined))) \
-            and cudal1.solution_kind(code) == "pytorch" and "def folded(" not in code:
+    again = cudal1.refined_task(cudal1.read(tasks[n]), code)  # the given program again, however restated
+    if again and cudal1.same_code(again) == cudal1.same_code(cudal1.refined_task(cudal1.read(tasks[n]), src)):
         tally["copy"] += 1
         verdict = "copy"
     else:
@@ -143,14 +133,16 @@ for n, ids in zip(names, outs):
     print(n, verdict, added, flush=True)
 
 lines = ["# Rewriting its own answer: does the policy compose? (CPU probe)", "",
-         f"- command: `python bench/refine_probe.py --init {args.init} --start {args.start} --docstring {args.docstring}`",
+         f"- command: `python bench/refine_probe.py --init {args.init} --start {args.start} "
+         f"--docstring {args.docstring}`",
          f"- {len(names)} of {len(tasks)} held-out generated tasks have a correct PyTorch-level start answer that "
          f"overrides forward alone (greedy or sampled, as the GPU measured them at {target}); each task rewritten "
          f"with the fastest one's forward, and answered greedily to the plain prompt",
-         f"- parsed {tally['parse']}, a copy of the given program {tally['copy']}, showing a move the given answer "
-         f"does not {tally['new moves']}; computes the task's output on the CPU {tally['ok']} ({tally['ok new']} of "
-         "them with a new move)", "",
-         "| task | given answer's speedup (attempt: 1 greedy, 3+ sampled) | new moves shown | CPU check | forward "
+         f"- parsed {tally['parse']}, a copy of the given program {tally['copy']}, showing a move's mark the given "
+         f"answer does not {tally['new moves']} (cudal1.moves_shown: a dropped no-op or a reorder leaves none); "
+         f"passes the judge's correctness trials on the CPU {tally['ok']} ({tally['ok new']} of them with a new mark)",
+         "",
+         "| task | given answer's speedup (attempt: 1 greedy, 3+ sampled) | new move marks | CPU check | forward "
          "statements of the given program gone | the task's best start answer |", "|---|---|---|---|---|---|"]
 lines += [f"| {n} | {s:.2f}x ({a}) | {m} | {v} | {g} | {b if b == '' else f'{b:.2f}x'} |"
           for n, s, a, m, v, g, b in rows]

@@ -434,13 +434,13 @@ if held:  # the split no training input touches, measured before the first updat
            *(["A group's second try (train_rl.py --second-try) scores each task by the better of that answer and a "
            "second greedy one to the contrastive prompt its bank would then hold (the reference at 1.00x and the "
            "first answer as measured, when it passed); its correct is the share of second answers that pass.", ""]
-             if any(g.endswith(" second try") for g in groups) and any(r["held"][-1].get("second_try", 1) == 1
-                                                                       for r in held) else []),
-           *(["Under --second-try refine a second try is instead a greedy answer to the plain prompt of the task "
-              "rewritten with the first answer's forward (cudal1.refined_task), asked where the first answer "
-              "passed and is a PyTorch-level ModelNew(Model) overriding forward alone: a second move on top of the "
-              "first.", ""]
-             if any(r["held"][-1].get("second_try") == "refine" for r in held) else []),
+             if any(g.endswith(" second try") for g in groups) else []),
+           *(["A group's refined (train_rl.py --second-try refine) scores each task by the better of the first answer "
+              "and a greedy one to the plain prompt of the task rewritten with the first answer's forward "
+              "(cudal1.refined_task), asked where the first answer passed and is a PyTorch-level ModelNew(Model) "
+              "overriding forward alone: a second move on top of the first. Its correct is the share of those "
+              "asked that pass, and which tasks are asked changes with the first answers.", ""]
+             if any(g.endswith(" refined") for g in groups) else []),
            *(["A group's resampled (train_rl.py --resample) is its control: the better of the first answer and one "
               "sampled to the same plain prompt at the run's temperature, which saw nothing of the first.", ""]
              if any(g.endswith(" resampled") for g in groups) else []),
@@ -477,7 +477,8 @@ if held:  # the split no training input touches, measured before the first updat
                 for a in r["answers"]:
                     if a["step"] == step:
                         by.setdefault(a["task"], {})[a["attempt"]] = a
-                for i, name in ((2, "second try"), (3, "resampled")):
+                second = "refined" if r["held"][-1].get("second_try") == "refine" else "second try"
+                for i, name in ((2, second), (3, "resampled")):
                     pairs = [(t[1], t[i]) for t in by.values() if 1 in t and i in t]
                     if not pairs:
                         continue
@@ -520,8 +521,8 @@ if held:  # the split no training input touches, measured before the first updat
                       + (f"{k0:.2f}x -> {k1:.2f}x ({k1 / k0 - 1:+.0%}) |" if k0 and k1 else "- |"))
     for arm in dict.fromkeys(r["arm"] for r in held):
         kept = [kept_geomean(r["answers"], r["held"][-1]["step"]) for r in held if r["arm"] == arm]
-        for g in [g for g in groups if g in (groups[0], *(f"{groups[0]} {k}" for k in ("second try", "resampled",
-                                                                                        "sampled")))]:
+        for g in [g for g in groups if g in (groups[0], *(f"{groups[0]} {k}" for k in ("second try", "refined",
+                                                                                        "resampled", "sampled")))]:
             mine = [r["held"][-1]["stats"][g]["geomean"] for r in held if r["arm"] == arm]
             md.append(f"\n{arm}: mean over {len(mine)} seed(s) of the last {g} geomean {statistics.mean(mine):.2f}x"
                       + (f" (slow and failing answers both at 1.00x: {statistics.mean(kept):.2f}x)"

@@ -747,8 +747,9 @@ def test_held_out_line_of_the_start_is_measured_once_and_reused(tmp_path):
 
 def test_refine_asks_for_the_answers_program_and_the_second_try_rewrites_the_first(tmp_path):
     # an answer that overrides Model.forward alone (cudal1.refined_task takes it): with --refine, once the bank
-    # holds it faster than eager the task is asked as the program with its forward; the held-out second try
-    # (--second-try refine) asks for the first answer's program the same way, to the plain prompt
+    # holds it faster than eager the task is asked as the program with its forward, and that program restated is
+    # its code again (known: no advantage); the held-out second try (--second-try refine, the groups '... refined')
+    # asks for the first answer's program the same way, to the plain prompt, and reads a restatement as the first
     good = '"""clamp_min(0) is ReLU without the activation dispatch."""\n\n\nclass ModelNew(Model):\n' \
            '    def forward(self, x):\n        return x.clamp_min(0)\n'
     run, out, prompts = rl_runner(tmp_path, fake_judge=True, good=good)
@@ -763,11 +764,14 @@ def test_refine_asks_for_the_answers_program_and_the_second_try_rewrites_the_fir
     log = [json.loads(line) for line in open(out / "log.jsonl")]
     assert [l["refined"] for l in log] == [0.0, 1.0]
     answers = [json.loads(line) for line in open(out / "answers.jsonl")]
-    assert [a["refined"] for a in answers] == [False, False, True, True]
+    assert [(a["refined"], a["known"]) for a in answers] == [(False, False), (False, False), (True, True), (True, False)]
     held = [json.loads(line) for line in open(out / "held_out.jsonl")]
-    assert [(l["step"], l["second_try"]) for l in held] == [(0, "refine"), (2, "refine")]
-    second = [json.loads(line) for line in open(out / "held_out_answers.jsonl") if json.loads(line)["attempt"] == 2]
-    assert len(second) == 2  # the first answer's code again: its reading kept
+    assert [(l["step"], sorted(l["stats"])) for l in held] == [(s, ["generated", "generated refined"]) for s in (0, 2)]
+    assert held[0]["stats"]["generated refined"]["answers"] == 1
+    # judged: the held-out first answers at step 0, and step 0's answers; the refined second tries restate the
+    # first answer (read as it), step 1's good answer restates the program it was asked, and step 2's first
+    # answer is step 0's code (its reading kept): nothing else
+    assert len(open(prompts + ".judge").readlines()) == 2
     arm = tmp_path / "arm"
     arm.mkdir()
     for name in ("held_out.jsonl", "held_out_answers.jsonl"):
@@ -776,6 +780,40 @@ def test_refine_asks_for_the_answers_program_and_the_second_try_rewrites_the_fir
     assert "WARNING: --second-try refine there, 1 here: the second tries differ" in p.stdout, p.stdout
     p = run(0, "--held-out-tasks", "1", "--out", str(arm), "--second-try", "refine")
     assert "WARNING" not in p.stdout, p.stdout
+
+
+def test_refine_asks_for_the_fastest_refinable_solution_faster_than_eager(tmp_path):
+    # the bank holds refinable solutions at 1.4x, 2.0x and 0.9x, and a CUDA one at 3.0x: the task is asked as the
+    # 2.0x one's program, shown plain (--plain) or beside exemplars that never repeat it; with only the 0.9x and
+    # the CUDA one, as itself; a failing first held-out answer gets no refined second try
+    def forward(body):
+        return f'import torch\n\n\nclass ModelNew(Model):\n    def forward(self, x):\n        return {body}\n'
+    cuda = forward("x") + '\n# __global__ void k() {}\n'
+    entries = {"a": (forward("x.clamp_min(0) * 1.0"), 1.4), "b": (forward("torch.relu(x) + 0.0"), 2.0),
+               "c": (forward("x.clamp(min=0)"), 0.9), "d": (cuda, 3.0)}
+    restated = '"""The 2.0x one without its import."""\n\n\nclass ModelNew(Model):\n    def forward(self, x):\n' \
+               '        return torch.relu(x) + 0.0\n'  # the fake policy's answer: b's program, restated
+    for name, keep, flags in (("fast", "abcd", ["--plain"]), ("shown", "abcd", []), ("slow", "cd", ["--plain"])):
+        run, out, prompts = rl_runner(tmp_path / name, fake_judge=True, good=restated)
+        out.mkdir(parents=True)
+        bank = cudal1.Bank(str(out / "bank.jsonl"))
+        bank.add(TASK, cudal1.read(os.path.join(ROOT, "kernelbench", TASK)), dict(cudal1.REFERENCE), -1)
+        for k in keep:
+            bank.add(TASK, entries[k][0], {"status": "ok", "correct": True, "speedup": entries[k][1]}, -1)
+        run(1, "--refine", "1", *flags)
+        asked = eval(open(prompts).readline())
+        assert ("return torch.relu(x) + 0.0" in asked) == (name != "slow"), asked
+        program = asked.split("# Earlier solutions")[0]
+        assert "x.clamp_min(0) * 1.0" not in program and "x.clamp(min=0)" not in program, asked
+        if name == "shown":
+            assert "## Solution 1" in asked and asked.count("torch.relu(x) + 0.0") == 1, asked
+        first = json.loads(open(out / "answers.jsonl").readline())  # b's code where b was asked: known
+        assert (first["refined"], first["known"]) == ((True, True) if name != "slow" else (False, False)), first
+    run, out, prompts = rl_runner(tmp_path / "held", good=restated)  # the real judge: a ReLU fails a generated task
+    run(0, "--held-out-tasks", "1", "--second-try", "refine", "--max-new-tokens", "32")
+    held = json.loads(open(out / "held_out.jsonl").readline())
+    assert held["stats"]["generated"]["correct"] == 0 and "generated refined" not in held["stats"], held
+    assert len(open(prompts).readlines()) == 1 and held["second_try"] == "refine"  # the mode, with no group to say it
 
 
 def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):

@@ -331,23 +331,31 @@ def test_refined_task_is_the_task_with_the_solutions_forward(tmp_path):
             with torch.no_grad():
                 assert torch.equal(got.eval()(*x), want.eval()(*x)), program
     assert taken == {"constant_output", "drop_noop", "reduce_first"}, taken
-    task = ("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def __init__(self):\n"
-            "        super().__init__()\n\n    def forward(self, x):\n        x = torch.relu(x)\n        return x * 2\n\n\n"
-            "def get_inputs():\n    return [torch.randn(2)]\n")
+    task = ('"""Doc."""\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\nclass Model(nn.Module):\n'
+            "    def __init__(self):\n        super().__init__()\n\n    def forward(self, x):\n        x = torch.relu(x)\n"
+            "        return x * 2\n\n\ndef get_inputs():\n    return [torch.randn(2)]\n")
     sol = ('import torch.nn.functional as F\n\n\nclass ModelNew(Model):\n    """The relu dropped."""\n\n'
            '    def forward(self, x):\n        # a comment kept\n\n        return F.relu(x) * 2\n')
-    assert cudal1.refined_task(task, sol) == (
-        "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\nclass Model(nn.Module):\n"
-        "    def __init__(self):\n        super().__init__()\n\n    def forward(self, x):\n        # a comment kept\n\n"
-        "        return F.relu(x) * 2\n\n\ndef get_inputs():\n    return [torch.randn(2)]\n")
+    assert cudal1.refined_task(task, sol) == task.replace(
+        "        x = torch.relu(x)\n        return x * 2\n", "        # a comment kept\n\n        return F.relu(x) * 2\n")
+    tabs = cudal1.refined_task(task.replace("    ", "\t"), sol)  # at the task's indentation, the body's own inside it
+    assert "\tdef forward(self, x):\n\t    # a comment kept\n\n\t    return F.relu(x) * 2\n" in tabs, tabs
     for other in (sol.replace("(Model)", "(nn.Module)"),  # its own constructor: not the task's with a new forward
                   sol.replace("    def forward", "    def helper(self):\n        pass\n\n    def forward"),
-                  sol.replace("import torch.nn.functional as F", "import numpy as np"),
+                  sol.replace("import torch.nn.functional as F", "import torch.nn.functional as nn"),  # not the task's
+                  sol.replace("import torch.nn.functional as F", "import math"),
                   sol + "\nK = 2\n",  # a name the forward may read, which the refined program would lack
                   sol.replace("    def forward", "    @staticmethod\n    def forward"),
+                  sol.replace("class ModelNew", "@torch.jit.script\nclass ModelNew"),
+                  sol.replace("return F.relu(x)", "return super().forward(x) + F.relu(x)"),  # in Model: nn.Module's
+                  sol.replace("return F.relu(x)", "return Model.forward(self, x) + F.relu(x)"),  # itself, forever
+                  sol.replace("# a comment kept\n", 'y = """a\nstring"""\n'),  # cut by the re-indent: refused
                   sol.replace("return", 'cudal1.load_cuda("__global__ void k() {}")\n        return'),
                   sol.replace("\n", "\r\n"), "not python ("):
         assert cudal1.refined_task(task, other) is None, other
+    for task in (task + "\n\nclass Model(nn.Module):\n    pass\n",  # the second Model is the one Python keeps
+                 task.replace("        return x * 2\n", "        return x * 2\n\n    def forward(self, x):\n        return x\n")):
+        assert cudal1.refined_task(task, sol) is None, task
 
 
 def test_fill_tokens_takes_as_many_rows_as_fit(tmp_path):
