@@ -1334,6 +1334,19 @@ def refined_task(task_source, solution_source):
     return out if len(same) == 1 and ast.dump(same[0]) == ast.dump(new[0]) else None
 
 
+def refine(task_source, solution_source):
+    """refined_task of a solution in the form the bank keeps (inherit_constructor: a restated constructor
+    dropped), or None."""
+    return refined_task(task_source, inherit_constructor(solution_source, task_source))
+
+
+def restates(task_source, program, solution_source):
+    """Whether a solution is `program` (a refined_task of the task) again, however restated: the same code
+    once refined. Such an answer to that program is the solution it was made from, not new code."""
+    again = refine(task_source, solution_source)
+    return again is not None and same_code(again) == same_code(program)
+
+
 def solution_code(solution_source):
     """A solution file without its docstring: the code an answer's code block holds, and so what
     the exemplar bank holds and contrastive prompts show."""

@@ -478,13 +478,12 @@ def held_out_eval(step):
     unchanged = sum(first[t] is known[t] for t in known)  # answer() hands back the known pair itself
     second, samples = {}, []
     if args.second_try == "refine":  # the first answer's program as the task to speed up, where it passed
-        progs = {t: cudal1.refined_task(read(t), cudal1.inherit_constructor(src, read(t)))
-                 for t, (src, rec) in first.items() if rec and rec.get("correct")}
-        progs = {t: p for t, p in progs.items() if p}
-        second = answer({t: tok.encode_prompt(cudal1.plain_prompt(p, target)) for t, p in progs.items()}, known=first)
+        progs = {t: cudal1.refine(read(t), src) for t, (src, rec) in first.items() if rec and rec.get("correct")}
+        progs = {t: tok.encode_prompt(cudal1.plain_prompt(p, target)) for t, p in progs.items() if p}
+        second = answer({t: ids for t, ids in progs.items()  # one that leaves no room: no second try
+                         if len(ids) + (args.max_new_tokens or 1) <= cfg.block_size}, known=first)
         for t, (src, _) in second.items():  # the given program again, however restated: the first answer's reading
-            again = src and cudal1.refined_task(read(t), cudal1.inherit_constructor(src, read(t)))
-            if again and cudal1.same_code(again) == cudal1.same_code(progs[t]):
+            if src and cudal1.restates(read(t), cudal1.refine(read(t), first[t][0]), src):
                 second[t] = first[t]
     elif args.second_try:
         shown = {t: sorted([(read(t), cudal1.REFERENCE["speedup"])] + ([(src, rec["speedup"])] if rec and rec.get("correct")
@@ -563,7 +562,7 @@ def program(task):
     task rewritten with the fastest one's forward, while its plain prompt leaves --min-answer-tokens."""
     if args.refine:
         for e in sorted(bank.correct(key[task]), key=lambda e: -e["record"]["speedup"]):
-            refined = e["record"]["speedup"] > 1.0 and cudal1.refined_task(read(task), e["source"])
+            refined = e["record"]["speedup"] > 1.0 and cudal1.refine(read(task), e["source"])
             if refined and (len(tok.encode_prompt(cudal1.plain_prompt(refined, target))) + args.min_answer_tokens
                             <= cfg.block_size):
                 return refined, e["source"]
@@ -576,8 +575,8 @@ def make_prompt(task, rng):
     (never the one the program was made from: it is shown already); the slowest is dropped first while the
     prompt is too long."""
     asked, given = program(task)
-    drawn = [] if args.plain else cudal1.bucket_sample([e for e in bank.correct(key[task]) if e["source"] != given],
-                                                        args.exemplars, args.buckets, args.bucket_temperature, rng)
+    mine = [e for e in bank.correct(key[task]) if not given or cudal1.same_code(e["source"]) != cudal1.same_code(given)]
+    drawn = [] if args.plain else cudal1.bucket_sample(mine, args.exemplars, args.buckets, args.bucket_temperature, rng)
     ids, kept = cudal1.fit_prompt(tok, asked, target, [(e["source"], e["record"]["speedup"]) for e in drawn],
                                   args.min_answer_tokens, cfg.block_size)  # an empty bank shows nothing: plain
     return ids, len(kept), asked, given
@@ -599,8 +598,7 @@ def judge(groups):
             source, reason = cudal1.parse_answer(text)
             if source is not None:  # one form for a restated constructor, so a copy of a seed is one
                 source = cudal1.inherit_constructor(source, task_source)
-            again = g["given"] and source and cudal1.refined_task(task_source, source)
-            if again and cudal1.same_code(again) == cudal1.same_code(g["asked"]):
+            if g["given"] and source and cudal1.restates(task_source, g["asked"], source):
                 source = g["given"]  # the program it was asked, restated: that solution's code (known)
             answers.append(dict(task=g["task"], text=text, source=source, stopped=row[-1:] == [tok.end_id],
                                 given=g["given"], record=evaluate.record("parse_error", reason)))

@@ -780,20 +780,32 @@ def test_refine_asks_for_the_answers_program_and_the_second_try_rewrites_the_fir
     assert "WARNING: --second-try refine there, 1 here: the second tries differ" in p.stdout, p.stdout
     p = run(0, "--held-out-tasks", "1", "--out", str(arm), "--second-try", "refine")
     assert "WARNING" not in p.stdout, p.stdout
+    off = tmp_path / "off"  # a line measured with no second try, given to a run with none: no warning either
+    run(0, "--held-out-tasks", "1", "--out", str(off), "--second-try", "0")
+    arm = tmp_path / "arm-off"
+    arm.mkdir()
+    for name in ("held_out.jsonl", "held_out_answers.jsonl"):
+        shutil.copy(off / name, arm / name)
+    p = run(0, "--held-out-tasks", "1", "--out", str(arm), "--second-try", "0")
+    assert "measured already" in p.stdout and "WARNING" not in p.stdout, p.stdout
 
 
 def test_refine_asks_for_the_fastest_refinable_solution_faster_than_eager(tmp_path):
     # the bank holds refinable solutions at 1.4x, 2.0x and 0.9x, and a CUDA one at 3.0x: the task is asked as the
-    # 2.0x one's program, shown plain (--plain) or beside exemplars that never repeat it; with only the 0.9x and
-    # the CUDA one, as itself; a failing first held-out answer gets no refined second try
+    # 2.0x one's program, shown plain (--plain) or beside exemplars that never repeat it (nor its code with another
+    # docstring); with only the 0.9x and the CUDA one, or a faster one too long to leave room, as itself; a failing
+    # first held-out answer gets no refined second try
     def forward(body):
         return f'import torch\n\n\nclass ModelNew(Model):\n    def forward(self, x):\n        return {body}\n'
     cuda = forward("x") + '\n# __global__ void k() {}\n'
+    long = forward("x.clamp_min(0)").replace("        return", "        # " + "a long comment " * 100 + "\n        return")
     entries = {"a": (forward("x.clamp_min(0) * 1.0"), 1.4), "b": (forward("torch.relu(x) + 0.0"), 2.0),
-               "c": (forward("x.clamp(min=0)"), 0.9), "d": (cuda, 3.0)}
+               "c": (forward("x.clamp(min=0)"), 0.9), "d": (cuda, 3.0), "e": (long, 2.5),  # e's prompt leaves no room
+               "B": ('"""b again, with a docstring."""\n' + forward("torch.relu(x) + 0.0"), 2.0)}
     restated = '"""The 2.0x one without its import."""\n\n\nclass ModelNew(Model):\n    def forward(self, x):\n' \
                '        return torch.relu(x) + 0.0\n'  # the fake policy's answer: b's program, restated
-    for name, keep, flags in (("fast", "abcd", ["--plain"]), ("shown", "abcd", []), ("slow", "cd", ["--plain"])):
+    for name, keep, flags in (("fast", "abcd", ["--plain"]), ("shown", "bB", []), ("slow", "cd", ["--plain"]),
+                              ("long", "cde", ["--plain"])):
         run, out, prompts = rl_runner(tmp_path / name, fake_judge=True, good=restated)
         out.mkdir(parents=True)
         bank = cudal1.Bank(str(out / "bank.jsonl"))
@@ -802,13 +814,14 @@ def test_refine_asks_for_the_fastest_refinable_solution_faster_than_eager(tmp_pa
             bank.add(TASK, entries[k][0], {"status": "ok", "correct": True, "speedup": entries[k][1]}, -1)
         run(1, "--refine", "1", *flags)
         asked = eval(open(prompts).readline())
-        assert ("return torch.relu(x) + 0.0" in asked) == (name != "slow"), asked
+        assert ("return torch.relu(x) + 0.0" in asked) == (name in ("fast", "shown")), asked
         program = asked.split("# Earlier solutions")[0]
-        assert "x.clamp_min(0) * 1.0" not in program and "x.clamp(min=0)" not in program, asked
+        assert not any(x in program for x in ("x.clamp_min(0) * 1.0", "x.clamp(min=0)", "a long comment")), asked
         if name == "shown":
             assert "## Solution 1" in asked and asked.count("torch.relu(x) + 0.0") == 1, asked
         first = json.loads(open(out / "answers.jsonl").readline())  # b's code where b was asked: known
-        assert (first["refined"], first["known"]) == ((True, True) if name != "slow" else (False, False)), first
+        assert (first["refined"], first["known"]) == ((True, True) if name in ("fast", "shown") else (False, False)), \
+            first
     run, out, prompts = rl_runner(tmp_path / "held", good=restated)  # the real judge: a ReLU fails a generated task
     run(0, "--held-out-tasks", "1", "--second-try", "refine", "--max-new-tokens", "32")
     held = json.loads(open(out / "held_out.jsonl").readline())

@@ -347,12 +347,22 @@ def test_refined_task_is_the_task_with_the_solutions_forward(tmp_path):
                   sol + "\nK = 2\n",  # a name the forward may read, which the refined program would lack
                   sol.replace("    def forward", "    @staticmethod\n    def forward"),
                   sol.replace("class ModelNew", "@torch.jit.script\nclass ModelNew"),
+                  sol.replace("(Model)", "(Model, metaclass=type)"),
                   sol.replace("return F.relu(x)", "return super().forward(x) + F.relu(x)"),  # in Model: nn.Module's
                   sol.replace("return F.relu(x)", "return Model.forward(self, x) + F.relu(x)"),  # itself, forever
                   sol.replace("# a comment kept\n", 'y = """a\nstring"""\n'),  # cut by the re-indent: refused
                   sol.replace("return", 'cudal1.load_cuda("__global__ void k() {}")\n        return'),
                   sol.replace("\n", "\r\n"), "not python ("):
         assert cudal1.refined_task(task, other) is None, other
+    # a solution restating the task's constructor refines as the bank keeps it (inherit_constructor); an answer to
+    # the refined program that is that program again, however restated (a comment, a docstring, its constructor),
+    # restates it; other code does not
+    program = cudal1.refined_task(task, sol)
+    ctor = sol.replace("(Model):\n", "(nn.Module):\n    def __init__(self):\n        super().__init__()\n\n")
+    assert cudal1.refined_task(task, ctor) is None and cudal1.refine(task, ctor) == program
+    assert cudal1.restates(task, program, ctor) and cudal1.restates(task, program, sol.replace("# a comment kept", ""))
+    assert not cudal1.restates(task, program, sol.replace("F.relu(x) * 2", "F.relu(x) * 3"))
+    assert not cudal1.restates(task, program, "not python (")
     for task in (task + "\n\nclass Model(nn.Module):\n    pass\n",  # the second Model is the one Python keeps
                  task.replace("        return x * 2\n", "        return x * 2\n\n    def forward(self, x):\n        return x\n")):
         assert cudal1.refined_task(task, sol) is None, task
