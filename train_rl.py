@@ -437,16 +437,15 @@ def held_out_eval(step):
     failure). After step 0, a first answer that is the step-0 answer's code again keeps that reading
     (start_answers: same device, same task), so the line moves where the policy's answers did, not
     with a second reading's noise.
-    With --second-try, also '{group} second try': each task answered again, greedily, to the
-    contrastive prompt a stage-3 bank would hold for it after that answer (the reference at 1.00x,
-    and the first answer with its measured speedup if it passed), scored by the better of the two
-    answers (correct: the share of second answers that pass). That is what contrastive RL trains:
-    using a measured attempt on a task never seen. With --second-try refine, '{group} refined' instead: where
-    the first answer passed and cudal1.refined_task takes it, a greedy answer to the plain prompt of the task
-    rewritten with its forward (a restatement of that program reads as the first answer). With --resample K, K answers sampled to the same plain
-    prompt: '{group} resampled' scores the better of the first answer and the first of them, what a second
-    answer earns without seeing the first, and '{group} sampled' their mean (cudal1.sampled_score). Nothing
-    of it enters the bank or the loss."""
+    With --second-try, also '{group} second try': each task answered again, greedily, to the contrastive prompt a
+    stage-3 bank would hold for it after that answer (the reference at 1.00x, and the first answer with its measured
+    speedup if it passed), scored by the better of the two answers (correct: the share of second answers that pass).
+    That is what contrastive RL trains: using a measured attempt on a task never seen. With --second-try refine,
+    '{group} refined' instead: where the first answer passed and cudal1.refined_task takes it, a greedy answer to
+    the plain prompt of the task rewritten with its forward (a restatement of that program reads as the first
+    answer). With --resample K, K answers sampled to the same plain prompt: '{group} resampled' scores the better of
+    the first answer and the first of them, what a second answer earns without seeing the first, and '{group}
+    sampled' their mean (cudal1.sampled_score). Nothing of it enters the bank or the loss."""
     mine = [t for ts in held_groups.values() for t in ts][rank::world]
     opts = dict(device=str(device) if ddp else device.type, jobs=args.judge_jobs or None, timeout=args.timeout,
                 prewarm=bool(args.prewarm))
