@@ -478,11 +478,12 @@ def held_out_eval(step):
     second, samples = {}, []
     if args.second_try == "refine":  # the first answer's program as the task to speed up, where it passed
         progs = {t: cudal1.refine(read(t), src) for t, (src, rec) in first.items() if rec and rec.get("correct")}
-        progs = {t: tok.encode_prompt(cudal1.plain_prompt(p, target)) for t, p in progs.items() if p}
-        second = answer({t: ids for t, ids in progs.items()  # one that leaves no room: no second try
-                         if len(ids) + (args.max_new_tokens or 1) <= cfg.block_size}, known=first)
+        progs = {t: p for t, p in progs.items() if p}
+        ids = {t: tok.encode_prompt(cudal1.plain_prompt(p, target)) for t, p in progs.items()}
+        second = answer({t: i for t, i in ids.items()  # one that leaves no room: no second try
+                         if len(i) + (args.max_new_tokens or 1) <= cfg.block_size}, known=first)
         for t, (src, _) in second.items():  # the given program again, however restated: the first answer's reading
-            if src and cudal1.restates(read(t), cudal1.refine(read(t), first[t][0]), src):
+            if src and cudal1.restates(read(t), progs[t], src):
                 second[t] = first[t]
     elif args.second_try:
         shown = {t: sorted([(read(t), cudal1.REFERENCE["speedup"])] + ([(src, rec["speedup"])] if rec and rec.get("correct")
@@ -574,8 +575,9 @@ def make_prompt(task, rng):
     (never the one the program was made from: it is shown already); the slowest is dropped first while the
     prompt is too long."""
     asked, given = program(task)
-    mine = [e for e in bank.correct(key[task]) if not given or cudal1.same_code(e["source"]) != cudal1.same_code(given)]
-    drawn = [] if args.plain else cudal1.bucket_sample(mine, args.exemplars, args.buckets, args.bucket_temperature, rng)
+    drawn = [] if args.plain else cudal1.bucket_sample(
+        [e for e in bank.correct(key[task]) if not given or cudal1.same_code(e["source"]) != cudal1.same_code(given)],
+        args.exemplars, args.buckets, args.bucket_temperature, rng)
     ids, kept = cudal1.fit_prompt(tok, asked, target, [(e["source"], e["record"]["speedup"]) for e in drawn],
                                   args.min_answer_tokens, cfg.block_size)  # an empty bank shows nothing: plain
     return ids, len(kept), asked, given
