@@ -229,6 +229,28 @@ def beats_best(sampled, seeded=None):
     return out
 
 
+def refined_row(sampled, steps, seeded):
+    """A --refine run's later-visit answers (a task's steps after its first), to the task rewritten with the
+    bank's fastest PyTorch-level answer (train_rl.program) and to the task itself: for each, answers (their share
+    of the later ones), correct, known code (a restated program is its solution's code), and those pushed up that
+    beat the task's best (beats_best): an answer beating a refined prompt's best has, unless it undid the move the
+    program holds, added another, a composition whether or not its code shows a mark of it."""
+    first = {}
+    for a in sampled:
+        first.setdefault(a["task"], a["step"])
+    beat = beats_best(sampled, seeded)
+    later = [a for a in sampled if first[a["task"]] < a["step"] < steps]
+    cells = []
+    for refined in (True, False):
+        xs = [a for a in later if bool(a.get("refined")) == refined]
+        up = [a for a in xs if beat.get(id(a))]
+        cells.append(f"{len(xs)} ({len(xs) / max(1, len(later)):.0%}) | "
+                     f"{sum(a['status'] == 'ok' for a in xs) / max(1, len(xs)):.0%} | "
+                     f"{sum(a['known'] for a in xs) / max(1, len(xs)):.0%} | "
+                     f"{len(up)} on {len({a['task'] for a in up})} tasks ({len(up) / max(1, len(xs)):.1%})")
+    return " | ".join(cells)
+
+
 def choices(groups, known):
     """(groups with a choice, of them those that pushed the best move most, those that pushed another): where
     the update could teach which move to write, and which way it did. A move is named by an answer's opening
@@ -394,6 +416,18 @@ if all(r["sampled"] for r in runs):
     seeds = lambda r: {t: max(cudal1.reward(e["record"]) for e in es if e["step"] < 0)  # the reference's 0, a seed's
                        for t, es in r["bank"].entries.items() if any(e["step"] < 0 for e in es)}
     md += [f"| {r['name']} | {by_visit(r['sampled'], steps, r['admits'], known, seeds(r))} |" for r in runs] + [""]
+    refining = [r for r in runs if any("refined" in a for a in r["sampled"])]
+    if refining:
+        md += ["Refined prompts (train_rl.py --refine): a task's later-visit answers asked to speed up the task "
+               "rewritten with the bank's fastest correct PyTorch-level answer (cudal1.refined_task), against those "
+               "asked the task itself: answers (their share of the later ones), correct, known code (a restated "
+               "program is its solution's code, so it earns nothing), and those pushed up that beat the task's best "
+               "(on how many tasks, and their share of the answers). One that beats a refined prompt's best has, "
+               "unless it undid the move its program holds, added another: a composition, whether its code shows a "
+               "mark of it or not (a dropped no-op leaves none).",
+               "", "| run | refined: answers | correct | known | beat the task's best | unrefined: answers | correct "
+               "| known | beat the task's best |", "|---|---|---|---|---|---|---|---|---|"]
+        md += [f"| {r['name']} | {refined_row(r['sampled'], steps, seeds(r))} |" for r in refining] + [""]
     if known:
         md += ["By move: training answers by the move their analysis opens with (named as above), over the first and "
                "the second half of the compared steps: answers, and in brackets the share of the answers to the tasks "

@@ -1026,6 +1026,27 @@ def test_rl_report_counts_pushes_that_beat_the_tasks_best(tmp_path):
     assert " | 0 (0.0) / 2 (1.5) | 2 | " in row and row.endswith(" | 1 (1.2) / 1 (0.8) |"), row
 
 
+def test_rl_report_splits_a_refine_runs_later_visits_by_prompt(tmp_path):
+    """Refined prompts (--refine): a task's later-visit answers split by whether the prompt was the refined
+    program, each side's share, correct, known code, and pushes beating the task's best as it stood before
+    the step. Step 0 (a first visit, in neither): 0.5. Step 1: a refined answer at 1.0 beats it, a known
+    restatement earns nothing, an unrefined one at 0.8 beats it too. Step 2: a refined answer at 0.9 is below
+    step 1's 1.0; an unrefined one fails. A run without the field has no such table."""
+    def rows(key, own, other):
+        row = lambda step, reward, adv, refined, known=False: dict(
+            step=step, task=key, reward=reward, adv=adv, refined=refined, known=known,
+            status="ok" if reward > -2 else "incorrect", text=own)
+        return [row(0, 0.5, 0.5, False), row(1, 1.0, 0.5, True), row(1, 0.5, 0.0, True, known=True),
+                row(1, 0.8, 0.3, False), row(2, 0.9, 0.1, True), row(2, -2.0, 0.0, False)]
+    out, _ = report_on_a_fresh_task(tmp_path / "refine", rows)
+    row = next(line for line in out.splitlines() if line.startswith("| contrastive seed 1 | 3 (60%) |"))
+    assert row == "| contrastive seed 1 | 3 (60%) | 100% | 33% | 1 on 1 tasks (33.3%) | 2 (40%) | 50% | 0% " \
+                  "| 1 on 1 tasks (50.0%) |", row
+    out, _ = report_on_a_fresh_task(tmp_path / "plain", lambda key, own, other: [
+        {k: v for k, v in r.items() if k != "refined"} for r in rows(key, own, other)])
+    assert "Refined prompts" not in out
+
+
 def test_rl_report_counts_the_groups_that_offer_a_choice_of_move(tmp_path):
     """By visit, choices: groups whose correct codes open with two moves, and of them those whose summed
     advantages pushed the best answer's move most / another's. Step 0: the task's own move at 0.5 (advantage
