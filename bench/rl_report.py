@@ -246,7 +246,7 @@ def refined_row(sampled, steps, seeded):
         up = [a for a in xs if beat.get(id(a))]
         cells.append(f"{len(xs)} ({len(xs) / max(1, len(later)):.0%}) | "
                      f"{sum(a['status'] == 'ok' for a in xs) / max(1, len(xs)):.0%} | "
-                     f"{sum(a['known'] for a in xs) / max(1, len(xs)):.0%} | "
+                     f"{sum(bool(a.get('known')) for a in xs) / max(1, len(xs)):.0%} | "
                      f"{len(up)} on {len({a['task'] for a in up})} tasks ({len(up) / max(1, len(xs)):.1%})")
     return " | ".join(cells)
 
