@@ -230,11 +230,12 @@ def beats_best(sampled, seeded=None):
 
 
 def refined_row(sampled, steps, seeded):
-    """A --refine run's later-visit answers (a task's steps after its first), to the task rewritten with the
-    bank's fastest PyTorch-level answer (train_rl.program) and to the task itself: for each, answers (their share
-    of the later ones), correct, known code (a restated program is its solution's code), and those pushed up that
-    beat the task's best (beats_best): an answer beating a refined prompt's best has, unless it undid the move the
-    program holds, added another, a composition whether or not its code shows a mark of it."""
+    """A --refine run's later-visit answers (a task's steps after its first), to the task rewritten with a bank
+    answer (train_rl.program: the fastest correct one faster than eager that cudal1.refined_task takes) and to the
+    task itself: for each, answers (their share of the later ones), correct, known code (a restated program is its
+    solution's code), and those pushed up that beat the task's best (beats_best). One beating a refined prompt's
+    best has mostly added a move to the one its program holds, a composition whether or not its code shows a mark
+    of it; but it may also drop the program for a move of its own, or be its code read faster."""
     first = {}
     for a in sampled:
         first.setdefault(a["task"], a["step"])
@@ -419,12 +420,14 @@ if all(r["sampled"] for r in runs):
     refining = [r for r in runs if any("refined" in a for a in r["sampled"])]
     if refining:
         md += ["Refined prompts (train_rl.py --refine): a task's later-visit answers asked to speed up the task "
-               "rewritten with the bank's fastest correct PyTorch-level answer (cudal1.refined_task), against those "
+               "rewritten with a bank answer's forward (the fastest correct one faster than eager that "
+               "cudal1.refined_task takes: a PyTorch-level ModelNew(Model) overriding forward alone), against those "
                "asked the task itself: answers (their share of the later ones), correct, known code (a restated "
                "program is its solution's code, so it earns nothing), and those pushed up that beat the task's best "
-               "(on how many tasks, and their share of the answers). One that beats a refined prompt's best has, "
-               "unless it undid the move its program holds, added another: a composition, whether its code shows a "
-               "mark of it or not (a dropped no-op leaves none).",
+               "(on how many tasks, and their share of the answers). One that beats a refined prompt's best has mostly "
+               "added a move to the one its program holds: a composition, whether its code shows a mark of it or not "
+               "(a dropped no-op leaves none); read its code before calling it one, since it may also drop the "
+               "program for a move of its own, or be the same code read faster.",
                "", "| run | refined: answers | correct | known | beat the task's best | unrefined: answers | correct "
                "| known | beat the task's best |", "|---|---|---|---|---|---|---|---|---|"]
         md += [f"| {r['name']} | {refined_row(r['sampled'], steps, seeds(r))} |" for r in refining] + [""]

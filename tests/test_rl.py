@@ -964,11 +964,12 @@ def test_rl_report_names_runs_by_the_setting_they_differ_in(tmp_path):
     assert (tmp_path / "report.svg").read_text().count("<polyline") == 2
 
 
-def report_on_a_fresh_task(tmp_path, rows, seed_speedup=None):
+def report_on_a_fresh_task(tmp_path, rows, seed_speedup=None, log_steps=None):
     """bench/rl_report.py's stdout on a contrastive run over one fresh generated task (its files written
     as train_rl writes them), whose answers.jsonl is rows(task key, its own teacher solution's answer, the
     answer of a constant_output solution of another task: a move this task lacks), and that own move;
-    seed_speedup: a bank that starts with a seed of the task measured so."""
+    seed_speedup: a bank that starts with a seed of the task measured so; log_steps: a log.jsonl of only
+    that many steps (the report reads only the steps every run's log reached)."""
     from kernelbench import generate as gen, teacher
     run = tmp_path / "run"
     name, src, meta = gen.tasks(cudal1.FRESH_SEED, 1, "cpu", split="train")[0]
@@ -988,7 +989,7 @@ def report_on_a_fresh_task(tmp_path, rows, seed_speedup=None):
         temperature=0.8, adv_clip=1.5, trials=5, iters=20)))
     (run / "log.jsonl").write_text("".join(json.dumps(dict(
         step=s, reward_mean=0.0, parsed=1.0, compiled=1.0, correct=1.0, composed=0, exemplars=0, best={},
-        statuses={"ok": 1}, elapsed_s=10.0)) + "\n" for s in sorted({r["step"] for r in answers})))
+        statuses={"ok": 1}, elapsed_s=10.0)) + "\n" for s in sorted({r["step"] for r in answers})[:log_steps]))
     p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "rl_report.py"), str(run)],
                        cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-2000:]
@@ -1028,20 +1029,25 @@ def test_rl_report_counts_pushes_that_beat_the_tasks_best(tmp_path):
 
 def test_rl_report_splits_a_refine_runs_later_visits_by_prompt(tmp_path):
     """Refined prompts (--refine): a task's later-visit answers split by whether the prompt was the refined
-    program, each side's share, correct, known code, and pushes beating the task's best as it stood before
-    the step. Step 0 (a first visit, in neither): 0.5. Step 1: a refined answer at 1.0 beats it, a known
-    restatement earns nothing, an unrefined one at 0.8 beats it too. Step 2: a refined answer at 0.9 is below
-    step 1's 1.0; an unrefined one fails. A run without the field has no such table."""
+    program: each side's share, correct (a slow pass too), known code, and pushes beating the task's best as
+    it stood before the step, a seed included (on how many tasks). The task (a seed at reward 0.9): step 0 a
+    first visit at 0.5, in neither side; step 1 a refined answer at 1.0 beats the seed, a known restatement
+    earns nothing, an unrefined one at 0.8 does not beat the seed; step 2 a refined 0.9 is below step 1's
+    1.0, an unrefined one fails, another passes slower than eager. A second task: 0.2 at its first visit
+    (step 0), then a refined 0.25 beats it. Step 3's refined 2.0 is past the log's last step: not read.
+    A run without the field has no such table."""
     def rows(key, own, other):
-        row = lambda step, reward, adv, refined, known=False: dict(
-            step=step, task=key, reward=reward, adv=adv, refined=refined, known=known,
+        row = lambda step, reward, adv, refined, known=False, task=key: dict(
+            step=step, task=task, reward=reward, adv=adv, refined=refined, known=known,
             status="ok" if reward > -2 else "incorrect", text=own)
-        return [row(0, 0.5, 0.5, False), row(1, 1.0, 0.5, True), row(1, 0.5, 0.0, True, known=True),
-                row(1, 0.8, 0.3, False), row(2, 0.9, 0.1, True), row(2, -2.0, 0.0, False)]
-    out, _ = report_on_a_fresh_task(tmp_path / "refine", rows)
-    row = next(line for line in out.splitlines() if line.startswith("| contrastive seed 1 | 3 (60%) |"))
-    assert row == "| contrastive seed 1 | 3 (60%) | 100% | 33% | 1 on 1 tasks (33.3%) | 2 (40%) | 50% | 0% " \
-                  "| 1 on 1 tasks (50.0%) |", row
+        return [row(0, 0.5, 0.5, False), row(0, 0.2, 0.2, False, task="levelG/x.py"),
+                row(1, 1.0, 0.5, True), row(1, 0.5, 0.0, True, known=True), row(1, 0.8, 0.3, False),
+                row(2, 0.9, 0.1, True), row(2, -2.0, 0.0, False), row(2, -0.2, 0.0, False),
+                row(2, 0.25, 0.05, True, task="levelG/x.py"), row(3, 2.0, 1.0, True)]
+    out, _ = report_on_a_fresh_task(tmp_path / "refine", rows, seed_speedup=2 ** 0.9, log_steps=3)
+    row = next(line for line in out.splitlines() if line.startswith("| contrastive seed 1 | 4 (57%) |"))
+    assert row == "| contrastive seed 1 | 4 (57%) | 100% | 25% | 2 on 2 tasks (50.0%) | 3 (43%) | 67% | 0% " \
+                  "| 0 on 0 tasks (0.0%) |", row
     out, _ = report_on_a_fresh_task(tmp_path / "plain", lambda key, own, other: [
         {k: v for k, v in r.items() if k != "refined"} for r in rows(key, own, other)])
     assert "Refined prompts" not in out
