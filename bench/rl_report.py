@@ -167,6 +167,14 @@ def composed(log, n):
     return sum(l.get("composed", 0) * g for l, g in zip(log, good)) / max(1, sum(good))
 
 
+def first_steps(sampled):
+    """{task: the step of its first answer}: a task's first visit (answers.jsonl is in step order)."""
+    first = {}
+    for a in sampled:
+        first.setdefault(a["task"], a["step"])
+    return first
+
+
 def by_visit(sampled, steps, admits, known, seeded):
     """(answers, correct share, mean reward, off-move share (its correct share), groups with a signal) of a
     run's training answers at each task's first step, then at its later ones (of the compared steps): a
@@ -176,9 +184,7 @@ def by_visit(sampled, steps, admits, known, seeded):
     known. A group (one task's answers at one step) has a signal where any answer's applied advantage is
     nonzero; '-' for answers written before train_rl recorded it. Choices: see choices(); '-' where moves
     are unknown or no advantage was recorded. Pushed up: see beats_best() (`seeded`: each task's best seed)."""
-    first = {}
-    for a in sampled:  # answers.jsonl is in step order
-        first.setdefault(a["task"], a["step"])
+    first = first_steps(sampled)
     beat = beats_best(sampled, seeded)
     out = []
     for later in (False, True):
@@ -236,9 +242,7 @@ def refined_row(sampled, steps, seeded):
     solution's code), and those pushed up that beat the task's best (beats_best). One beating a refined prompt's
     best has mostly added a move to the one its program holds, a composition whether or not its code shows a mark
     of it; but it may also drop the program for a move of its own, or be its code read faster."""
-    first = {}
-    for a in sampled:
-        first.setdefault(a["task"], a["step"])
+    first = first_steps(sampled)
     beat = beats_best(sampled, seeded)
     later = [a for a in sampled if first[a["task"]] < a["step"] < steps]
     cells = []
