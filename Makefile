@@ -70,7 +70,8 @@ clean:
 	rm -rf build
 
 # stages 1-2: SFT on kernels/, then self-training rounds judged by evaluate.py (train_sft.py).
-# CPU: a ~1M-parameter model on the C++ solutions + 1 round on 3 level-1 tasks, ~11 min on 2 cores;
+# CPU: a 1.1M-parameter model on the teacher's PyTorch-level solutions of 8000 generated tasks, 1 round on
+# 2 of them, then the held-out line on 16 held-out generated tasks: ~18 min on 2 cores;
 # GPU: ~27M parameters on kernels/ + the teacher's solutions of 60000 generated tasks, then the held-out
 # line (~11 min on the H200, estimated: 9.2 min measured without stage 2). Writes out/sft (run again to resume; rm -rf out/sft to restart).
 # INIT=DIR: fine-tune a pretrained model's Hugging Face folder (Llama, Qwen2, Qwen3) instead of a fresh one.
@@ -79,8 +80,8 @@ INIT ?=
 sft: setup
 	$(PYTHON) train_sft.py --out out/sft $(if $(INIT),--init $(INIT)) $(SFT_FLAGS)
 
-# stage 3: contrastive RL from out/sft, or from INIT=DIR (train_rl.py). CPU: 4 cheap level-1 tasks,
-# 2 per step x 4 answers, 10 steps, ~4 min on 2 cores; GPU: 8 level-1 tasks (from a curriculum checkpoint
+# stage 3: contrastive RL from out/sft, or from INIT=DIR (train_rl.py). CPU: 4 fresh generated tasks
+# (4 cheap level-1 tasks from a checkpoint without generated ones), 2 per step x 4 answers, 10 steps, ~25 s; GPU: 8 level-1 tasks (from a curriculum checkpoint
 # 16 fresh generated tasks, of seeds stage 1 never drew), 4 per step x 8 answers, for 3.5 min.
 # RL_MINUTES=N stops (and saves) after the step that passes N minutes. Writes out/rl
 # (resumes); each task's best correct answer lands in out/rl/candidates/ for review, never kernels/.
@@ -89,7 +90,7 @@ RL_MINUTES ?=
 rl: setup
 	$(PYTHON) train_rl.py --init $(or $(INIT),out/sft) --out out/rl $(if $(RL_MINUTES),--time-limit $(RL_MINUTES)) $(RL_FLAGS)
 
-# stage 1 -> 2 -> 3 on the bundled default: CPU 7-15 min on 2 cores (measured); H200 ~16 min by its
+# stage 1 -> 2 -> 3 on the bundled default: CPU 19 min on 2 cores (measured, results/train-cpu.md); H200 ~16 min by its
 # parts (not yet timed whole)
 # INIT=DIR: stages 1-2 fine-tune that pretrained model, and stage 3 goes on from out/sft.
 train: setup

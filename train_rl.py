@@ -163,14 +163,15 @@ args = parser.parse_args()
 # policy's own earlier answers only once the bank holds them, so in a short run each task must come
 # back often. CPU: 4 level-1 tasks with C++ solutions and sub-millisecond references (a GEMM task
 # would spend the step timing its reference), 2 per step, 4 answers each, 10 steps of ~20 s (a CPU
-# decode step costs ~15-35 ms; answers are capped at 1280 tokens). GPU: 8 level-1 tasks with
+# decode step costs ~15-35 ms; answers are capped at 1024 tokens). GPU: 8 level-1 tasks with
 # CUDA solutions, 4 per step, 8 answers each, stopping after 3.5 minutes so that `make train` fits one
 # 10-minute call on the H200. For a long run: --rl-tasks all. The learning rates are small because
 # the policy is small and has memorised its few solutions: on the CPU, 1e-4 let the parse rate of
 # --plain answers drift from ~80% to ~25% within 12 steps (8 answers a step, so a noisy reading).
 # On the GPU answers are capped at 3072 tokens (~1.3x the longest solution of these tasks, 40_LayerNorm
 # at 8 KB): a step samples in one batch, so one answer that never stops keeps every row decoding to
-# the end of the block (the first H200 step spent 111 s of 132 sampling). On the CPU the cap is 1280.
+# the end of the block (the first H200 step spent 111 s of 132 sampling). On the CPU the cap is 1024, what
+# stage 1's CPU default trains to (its answers ~470 tokens) and its block of 2048 leaves beside a prompt.
 # From a curriculum checkpoint (train_sft.py --generated) the tasks are --rl-task-count fresh generated
 # tasks instead (16 on a GPU, 4 on the CPU): the training split's kind of task, drawn from seeds no stage-1
 # run reaches, so the policy has no answer by heart (on the tasks it trained on, seeded with the teacher's
@@ -182,7 +183,7 @@ CPU_TASKS = ["19_ReLU", "23_Softmax", "47_Sum_reduction_over_a_dimension", "97_C
 GPU_TASKS = CPU_TASKS + ["12_Matmul_with_diagonal_matrices_", "26_GELU_", "40_LayerNorm", "88_MinGPTNewGelu"]
 DEFAULTS = {
     "cpu": dict(rl_tasks=",".join(f"level1/{t}.py" for t in CPU_TASKS), tasks_per_step=2, num_samples=4,
-                steps=10, lr=3e-5, time_limit=0, max_new_tokens=1280, min_answer_tokens=1280, cuda_graphs=0,
+                steps=10, lr=3e-5, time_limit=0, max_new_tokens=1024, min_answer_tokens=1024, cuda_graphs=0,
                 seed_bank="results/cpu.jsonl", held_out_tasks=4, rl_task_count=4),
     "cuda": dict(rl_tasks=",".join(f"level1/{t}.py" for t in GPU_TASKS), tasks_per_step=4, num_samples=8,
                  steps=200, lr=1e-5, time_limit=3.5, max_new_tokens=3072, min_answer_tokens=3072, cuda_graphs=1,

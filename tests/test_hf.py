@@ -290,7 +290,8 @@ def test_stages_start_from_a_pretrained_checkpoint(tmp_path):
     (tmp_path / "kernels" / "level1").mkdir(parents=True)
     (tmp_path / "kernels" / "level1" / "19_ReLU.py").write_text(RELU)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    sft = [sys.executable, os.path.join(ROOT, "train_sft.py"), "--init", str(tmp_path / "qwen"), "--device", "cpu",
+    sft = [sys.executable, os.path.join(ROOT, "train_sft.py"),
+           "--generated", "0", "--init", str(tmp_path / "qwen"), "--device", "cpu",
            "--kernels", str(tmp_path / "kernels"), "--tasks", os.path.join(ROOT, "kernelbench"), "--kinds", "pytorch",
            "--speedups", "none.jsonl", "--batch-size", "1", "--rounds", "0", "--out", str(tmp_path / "sft")]
     for steps, said in (("2", "starting from"), ("3", "resumed")):

@@ -44,7 +44,8 @@ def test_contrastive_pairs_from_measured_solutions(tmp_path):
         (level / name).write_text(source)
         lines += record(level / name, speedup, "ok" if speedup else "incorrect")
     (tmp_path / "speedups.jsonl").write_text(lines)
-    cmd = [sys.executable, os.path.join(ROOT, "train_sft.py"), "--kernels", str(tmp_path / "kernels"),
+    cmd = [sys.executable, os.path.join(ROOT, "train_sft.py"),
+           "--generated", "0", "--kernels", str(tmp_path / "kernels"),
            "--tasks", os.path.join(ROOT, "kernelbench"), "--kinds", "pytorch", "--device", "cpu", "--n-layer", "1",
            "--n-head", "2", "--n-embd", "32", "--block-size", "2048", "--vocab-size", "259", "--steps", "0",
            "--rounds", "0", "--out", str(tmp_path / "out")]
@@ -74,7 +75,8 @@ def test_stage2_round_with_the_real_judge(tmp_path):
     speedups = tmp_path / "speedups.jsonl"
     speedups.write_text(record(tmp_path / "kernels" / "level1" / "19_ReLU.py", 1.2))
     out = tmp_path / "out"
-    cmd = [sys.executable, os.path.join(ROOT, "train_sft.py"), "--kernels", str(tmp_path / "kernels"),
+    cmd = [sys.executable, os.path.join(ROOT, "train_sft.py"),
+           "--generated", "0", "--kernels", str(tmp_path / "kernels"),
            "--tasks", os.path.join(ROOT, "kernelbench"), "--kinds", "pytorch", "--out", str(out), "--device", "cpu",
            "--n-layer", "2", "--n-head", "2", "--n-embd", "64", "--block-size", "768", "--vocab-size", "512",
            "--steps", "100", "--batch-size", "1", "--lr", "1e-2", "--warmup", "5", "--rounds", "1",
@@ -175,7 +177,8 @@ def test_two_gloo_ranks_train_and_report_as_one(tmp_path):
     (tmp_path / "kernels" / "level1" / "19_ReLU.py").write_text(RELU)
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-           os.path.join(ROOT, "train_sft.py"), "--kernels", str(tmp_path / "kernels"),
+           os.path.join(ROOT, "train_sft.py"),
+           "--generated", "0", "--kernels", str(tmp_path / "kernels"),
            "--tasks", os.path.join(ROOT, "kernelbench"), "--kinds", "pytorch", "--out", str(out), "--device", "cpu",
            "--n-layer", "1", "--n-head", "2", "--n-embd", "32", "--block-size", "2048", "--vocab-size", "259",
            "--steps", "4", "--rounds", "1", "--round-steps", "2", "--num-samples", "1", "--max-new-tokens", "16",
@@ -380,7 +383,8 @@ def test_fill_tokens_takes_as_many_rows_as_fit(tmp_path):
     for fill in ("0", "two", "1000000"):
         if fill == "two":
             fill = str(2 * -(-(tokens["0"] - 1) // 64) * 64)  # train_sft.PAD_TO
-        cmd = [sys.executable, os.path.join(ROOT, "train_sft.py"), "--kernels", str(tmp_path / "kernels"),
+        cmd = [sys.executable, os.path.join(ROOT, "train_sft.py"),
+               "--generated", "0", "--kernels", str(tmp_path / "kernels"),
                "--tasks", os.path.join(ROOT, "kernelbench"), "--kinds", "pytorch", "--device", "cpu", "--n-layer", "1",
                "--n-head", "2", "--n-embd", "32", "--block-size", "2048", "--vocab-size", "259", "--steps", "2",
                "--batch-size", "1", "--log-every", "1", "--rounds", "0", "--speedups", "none.jsonl",
@@ -400,7 +404,8 @@ def test_stage1_windows_count_every_step_once(tmp_path):
     level.mkdir(parents=True)
     (level / "19_ReLU.py").write_text(RELU)
     out = tmp_path / "out"
-    cmd = [sys.executable, os.path.join(ROOT, "train_sft.py"), "--kernels", str(tmp_path / "kernels"),
+    cmd = [sys.executable, os.path.join(ROOT, "train_sft.py"),
+           "--generated", "0", "--kernels", str(tmp_path / "kernels"),
            "--tasks", os.path.join(ROOT, "kernelbench"), "--kinds", "pytorch", "--device", "cpu", "--n-layer", "1",
            "--n-head", "2", "--n-embd", "32", "--block-size", "2048", "--vocab-size", "259", "--steps", "45",
            "--batch-size", "1", "--log-every", "10", "--save-every", "20", "--rounds", "0",
