@@ -17,7 +17,7 @@ variants. --plain runs the same loop with plain prompts: the paper's ablation.
     python train_rl.py                                       # from out/sft (make sft); GPU if present, else CPU
     python train_rl.py --plain --out out/rl-plain            # the ablation, from the same checkpoint
     torchrun --standalone --nproc_per_node=8 train_rl.py     # 8 GPUs: each step's tasks split over ranks
-    python train_rl.py --device cpu --steps 5                # CPU: 4 small level-1 tasks (make rl: 20 steps)
+    python train_rl.py --device cpu --steps 5                # CPU: 4 fresh generated tasks (make rl: 10 steps)
 
 Everything goes to --out (out/rl): the checkpoint (as train_sft.py writes it), bank.jsonl (every
 judged answer with its record), log.jsonl (one line per step), rejudged.jsonl (answers judged
@@ -161,9 +161,10 @@ args = parser.parse_args()
 
 # Left at -1 / unset, these follow the device. Few tasks on purpose: a task's prompt contrasts the
 # policy's own earlier answers only once the bank holds them, so in a short run each task must come
-# back often. CPU: 4 level-1 tasks with C++ solutions and sub-millisecond references (a GEMM task
-# would spend the step timing its reference), 2 per step, 4 answers each, 10 steps of ~20 s (a CPU
-# decode step costs ~15-35 ms; answers are capped at 1024 tokens). GPU: 8 level-1 tasks with
+# back often. CPU: 4 fresh generated tasks from the CPU default's curriculum checkpoint (below), else 4
+# level-1 tasks with C++ solutions and sub-millisecond references (a GEMM task would spend the step timing
+# its reference), 2 per step, 4 answers each, 10 steps (~2 s each from the 1.1M curriculum policy; answers
+# are capped at 1024 tokens). GPU: 8 level-1 tasks with
 # CUDA solutions, 4 per step, 8 answers each, stopping after 3.5 minutes so that `make train` fits one
 # 10-minute call on the H200. For a long run: --rl-tasks all. The learning rates are small because
 # the policy is small and has memorised its few solutions: on the CPU, 1e-4 let the parse rate of

@@ -21,7 +21,7 @@ same optimizer state. A last sample-and-judge pass after the final round gives t
 so every run reports parse / compile / correct rates and speedups before and after stage 2, for
 plain and for contrastive prompts.
 
---generated N (the GPU default: 60000) adds N generated training-split
+--generated N (the GPU default: 60000, the CPU's 8000) adds N generated training-split
 tasks (kernelbench/generate.py) with the teacher solutions that run here (kernelbench/teacher.py),
 written to <out>/generated: each task's fastest move by the judge's records makes its plain pair
 (fastest_plain; --every-move: every move), the others answer contrastive pairs; each stage-2 round samples --generated-sample of them
@@ -29,11 +29,10 @@ too. At the end it judges greedy and sampled answers to --held-out-tasks held-ou
 (and, on a GPU, the 20 held-out KernelBench level-2 tasks), tasks no training input touched
 (cudal1.held_out), and prints their correct rates and geomean speedups.
 
-    python train_sft.py                                    # no GPU: ~1M params, 1 round on 3 tasks; ~10 min on 2 cores (make sft)
+    python train_sft.py                                    # no GPU: 1.1M params on 8000 generated tasks, ~18 min on 2 cores (make sft)
     python train_sft.py                                    # one GPU: ~27M params on kernels/ + 60000 generated tasks, 1 round, the held-out line
     torchrun --standalone --nproc_per_node=8 train_sft.py  # 8 GPUs: each rank its own batches and share of stage-2 tasks
-    python train_sft.py --device cpu --steps 20 --num-samples 2 --out /tmp/sft   # a quick smoke run anywhere
-    python train_sft.py --device cpu --generated 200 --out out/sft-gen  # the curriculum on the CPU (format, not yet correct answers)
+    python train_sft.py --device cpu --generated 200 --steps 20 --held-out-tasks 2 --out /tmp/sft  # a quick smoke run anywhere
     python train_sft.py --init ~/models/Qwen2.5-Coder-1.5B-Instruct --lr 1e-5  # a pretrained coder, lr not yet measured (make train INIT=)
 
 Everything goes to --out (out/sft): the checkpoint (model.safetensors, config.json with the
@@ -157,9 +156,11 @@ args = parser.parse_args()
 
 # Settings left at -1 (or unset) take the device's default. CPU: the curriculum in small (issue 14): a
 # 1.1M-parameter model on the teacher's PyTorch-level solutions of 8000 generated tasks at CPU sizes (5065
-# plain pairs of ~470 answer tokens), 2600 steps of 8 (~4 passes, ~16.5 min on 2 cores), one round on 2
-# generated tasks, then the held-out line: it solves 1 of 16 held-out tasks greedily and 5 with a sampled
-# answer, 9 of 80 correct (results/curriculum-cpu-g8000-spell.md). Fewer steps do not do it: the answers
+# plain pairs of ~470 answer tokens), 2600 steps of 8 (~4 passes, ~16 min on 2 cores), one round on 2
+# generated tasks (~2 min, mostly its two loss passes over the pairs), then the held-out line: in make train
+# it solved 4 of 16 held-out tasks greedily, 14 of 80 answers correct (results/train-cpu.md; a run without
+# the round, its tokenizer built beside 3 level-1 prompts, 1 of 16: results/curriculum-cpu-g8000-spell.md).
+# No contrastive pairs: results/cpu.jsonl measures no teacher move. Fewer steps do not do it: the answers
 # name the task's attributes only after ~4 passes (3 -> 18 -> 32 of 80 at 1, 2, 4), and fewer tasks seen as
 # often stay ungrounded (4800 tasks, 1600 steps: 1 correct of 80); the 2.2M and 3.7M models solve 3 of 16
 # greedily in 25 and 37 minutes. Before it, the CPU default was 3 C++ library files, learnt by heart
@@ -488,6 +489,9 @@ else:
     held = [t for t in sample_tasks if cudal1.held_out(t)]
     if held:
         raise SystemExit(f"--sample-tasks: held-out task(s), never trained on (cudal1.held_out): {', '.join(held)}")
+if args.rounds > 0 and not sample_tasks + gen_tasks:  # before stage 1, not after it
+    raise SystemExit("stage 2 has no tasks: set --sample-tasks or --generated, or --rounds 0"
+                     + (" (no solution in --kernels runs on this device)" if args.sample_tasks == "all" else ""))
 examples += gen_examples  # from here on generated solutions are examples like kernels/ ones
 selftrain_path = os.path.join(args.out, "selftrain.jsonl")
 kept = [json.loads(line) for line in open(selftrain_path)] if os.path.exists(selftrain_path) else []
@@ -862,8 +866,6 @@ def gather(answers):
     return [a for part in everyone for a in part]
 
 
-if args.rounds > 0 and not sample_tasks + gen_tasks:
-    raise SystemExit("stage 2 has no tasks: no solution in --kernels runs on this device; set --sample-tasks")
 for rnd in range(start_round, args.rounds + 1) if args.rounds > 0 else []:
     final = rnd == args.rounds  # after the last fine-tune: sample and judge once more, the "after" numbers
     # --generated: a fresh draw of generated training tasks joins the round's tasks (the same draw on every rank)

@@ -416,3 +416,20 @@ def test_stage1_windows_count_every_step_once(tmp_path):
     assert [int(x.split()[1]) for x in lines] == [0, 10, 20, 30, 40, 44]
     assert sum(int(x.split(" over ")[1].split()[0]) for x in lines) == 45
     assert json.load(open(out / "report.json"))["stage1"]["steps"] == 45
+
+
+def test_a_round_without_tasks_stops_before_stage_1(tmp_path):
+    # the CPU default lists no --sample-tasks (its stage 2 draws generated tasks): with --generated 0 a round
+    # has nothing to sample, which must end the run before its stage-1 minutes, not after them
+    (tmp_path / "kernels" / "level1").mkdir(parents=True)
+    (tmp_path / "kernels" / "level1" / "19_ReLU.py").write_text(RELU)
+    cmd = [sys.executable, os.path.join(ROOT, "train_sft.py"), "--kernels", str(tmp_path / "kernels"),
+           "--tasks", os.path.join(ROOT, "kernelbench"), "--kinds", "pytorch", "--out", str(tmp_path / "out"),
+           "--device", "cpu", "--n-layer", "1", "--n-head", "2", "--n-embd", "32", "--vocab-size", "259",
+           "--steps", "3", "--log-every", "1", "--generated", "0", "--held-out-tasks", "0", "--rounds", "1"]
+    p = subprocess.run(cmd + ["--sample-tasks", ""], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0 and "stage 2 has no tasks: set --sample-tasks or --generated" in p.stderr, p.stderr
+    assert "step " not in p.stdout and not (tmp_path / "out" / "model.safetensors").exists(), p.stdout
+    p = subprocess.run(cmd + ["--sample-tasks", "level1/19_ReLU.py", "--rounds", "0"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0 and "step " in p.stdout, p.stdout[-2000:] + p.stderr[-2000:]
