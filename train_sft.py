@@ -29,7 +29,7 @@ too. At the end it judges greedy and sampled answers to --held-out-tasks held-ou
 (and, on a GPU, the 20 held-out KernelBench level-2 tasks), tasks no training input touched
 (cudal1.held_out), and prints their correct rates and geomean speedups.
 
-    python train_sft.py                                    # no GPU: 1.1M params on 8000 generated tasks, ~18 min on 2 cores (make sft)
+    python train_sft.py                                    # no GPU: 1.1M params on 8000 generated tasks, ~15.5 min on 2 cores (make sft)
     python train_sft.py                                    # one GPU: ~27M params on kernels/ + 60000 generated tasks, 1 round, the held-out line
     torchrun --standalone --nproc_per_node=8 train_sft.py  # 8 GPUs: each rank its own batches and share of stage-2 tasks
     python train_sft.py --device cpu --generated 200 --steps 20 --held-out-tasks 2 --out /tmp/sft  # a quick smoke run anywhere
@@ -156,9 +156,9 @@ args = parser.parse_args()
 
 # Settings left at -1 (or unset) take the device's default. CPU: the curriculum in small (issue 14): a
 # 1.1M-parameter model on the teacher's PyTorch-level solutions of 8000 generated tasks at CPU sizes (5065
-# plain pairs of ~470 answer tokens), 2600 steps of 8 (~4 passes, ~16 min on 2 cores), one round on 2
-# generated tasks (~2 min, mostly its two loss passes over the pairs), then the held-out line: in make train
-# it solved 4 of 16 held-out tasks greedily, 14 of 80 answers correct (results/train-cpu.md; a run without
+# plain pairs of ~470 answer tokens), 2600 steps of 8 (~4 passes, ~15 min on 2 cores), one round on 2
+# generated tasks (~40 s), then the held-out line: in make train it solved 4 of 16 held-out tasks greedily,
+# 14 of 80 answers correct, twice (results/train-cpu.md; a run without
 # the round, its tokenizer built beside 3 level-1 prompts, 1 of 16: results/curriculum-cpu-g8000-spell.md).
 # No contrastive pairs: results/cpu.jsonl measures no teacher move. Fewer steps do not do it: the answers
 # name the task's attributes only after ~4 passes (3 -> 18 -> 32 of 80 at 1, 2, 4), and fewer tasks seen as
@@ -689,6 +689,9 @@ def train_step(pool, lr):
     return loss.detach(), tokens * world, flops * world
 
 
+LOSS_PAIRS = 1024  # the stage-1 pairs a round reads its loss on: all of them took ~2 of make train's 19 CPU minutes
+
+
 @torch.no_grad()
 def data_loss(pool):
     """Mean next-token loss over the answer tokens of every pair in `pool`, in batches."""
@@ -906,19 +909,21 @@ for rnd in range(start_round, args.rounds + 1) if args.rounds > 0 else []:
     # raised the stage-1 loss of the CPU model 10x within 12 steps) at a fifth of stage 1's peak,
     # warmed up and decayed. On the H200 a constant 3e-4 from the first step (half the peak, 5x the
     # rate stage 1 ended at) took the training loss from 0.0025 to 0.045 in 50 steps and the parse
-    # rate from 94% to 6%. The loss on the stage-1 pairs, before and after, says if a round hurt.
+    # rate from 94% to 6%. The loss on the stage-1 pairs (LOSS_PAIRS of them), before and after, says if a
+    # round hurt.
     # Its batches are packed as stage 1's (--fill-tokens: the pool holds stage 1's longest pairs, and 64
     # rows of them do not fit an 80 GB card); the rates above were set at 64 rows, not measured packed.
     t3 = time.time()
-    before = data_loss(data)
+    probe = [data[i] for i in sorted(random.Random(args.seed).sample(range(len(data)), min(LOSS_PAIRS, len(data))))]
+    before = data_loss(probe)
     bar = tqdm(range(args.round_steps), desc=f"round {rnd} fine-tune", disable=not bars, leave=False)
     for i in bar:
         loss, tokens, _ = train_step(pool, lr_at(i, args.round_lr, args.round_steps))
         loss = loss.item()
         bar.set_postfix_str(f"loss {loss:.3f}")
-    after = data_loss(data)
+    after = data_loss(probe)
     say(f"round {rnd} fine-tune | {args.round_steps} steps at peak lr {args.round_lr:.2e} on {len(pool)} pairs | "
-        f"loss on the stage-1 pairs {before:.4f} -> {after:.4f}")
+        f"loss on {len(probe)} of the stage-1 pairs {before:.4f} -> {after:.4f}")
     stats.update(train_s=round(time.time() - t3, 1), pool=len(pool), loss=loss if args.round_steps else None,
                  stage1_loss_before=before, stage1_loss_after=after)
     if master:  # the kept answers first, so a resumed run never loses one the checkpoint trained on
