@@ -92,6 +92,15 @@ def test_default_task_lists_hold_no_held_out_task():
     assert tasks and not [t for t in tasks if cudal1.held_out(t)]
 
 
+def test_every_device_default_gives_stage_2_tasks():
+    # a default whose rounds have nothing to sample stops the run (train_sft.py checks it before stage 1);
+    # the CPU's lists no --sample-tasks, so it must draw generated ones
+    sft = cudal1.script_defaults("train_sft.py")["DEFAULTS"]
+    assert set(sft) == {"cpu", "cuda"}
+    for name, d in sft.items():
+        assert d["rounds"] == 0 or d["sample_tasks"] or (d["generated"] > 0 and d["generated_sample"] > 0), name
+
+
 def test_sft_leaves_held_out_solutions_out(tmp_path):
     # the real library: every kernels/ solution of a held-out task is left out, and the run's
     # report lists the solutions and stage-2 tasks it trained on
