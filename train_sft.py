@@ -23,9 +23,9 @@ plain and for contrastive prompts.
 
 --generated N (the GPU default: 60000, the CPU's 8000) adds N generated training-split
 tasks (kernelbench/generate.py) with the teacher solutions that run here (kernelbench/teacher.py),
-written to <out>/generated: each task's fastest move by the judge's records makes its plain pair
-(fastest_plain; --every-move: every move), the others answer contrastive pairs; each stage-2 round samples --generated-sample of them
-too. At the end it judges greedy and sampled answers to --held-out-tasks held-out generated tasks
+written to <out>/generated: each task's fastest move makes its plain pair (fastest_plain: the fewest
+kernels launched, a tie to the move the judge's records rank faster; --every-move: every move), the
+others answer contrastive pairs; each stage-2 round samples --generated-sample of them too. At the end it judges greedy and sampled answers to --held-out-tasks held-out generated tasks
 (and, on a GPU, the 20 held-out KernelBench level-2 tasks), tasks no training input touched
 (cudal1.held_out), and prints their correct rates and geomean speedups.
 
@@ -91,6 +91,9 @@ parser.add_argument("--solution-pairs", type=int, default=-1, help="contrastive 
                     "where one is left, else any) (solution_pairs); 0: none; -1: device default (GPU 10000, CPU 0)")
 parser.add_argument("--every-move", action="store_true", help="plain pairs for every teacher move of a generated "
                     "task; default: only its fastest move's (fastest_plain), the others still answer contrastive pairs")
+parser.add_argument("--plain-pick", default="kernels", choices=("kernels", "ranking"), help="a generated task's "
+                    "fastest move (fastest_plain): kernels, the fewest kernels launched (teacher.kernel_cost), a tie "
+                    "to the ranking; ranking, the best judged geomean over all tasks")
 parser.add_argument("--held-out-tasks", type=int, default=-1, help="held-out generated tasks (cudal1.held_out) "
                     "answered greedily and --num-samples times at the end, judged; 0: no held-out evaluation; "
                     "-1: device default")
@@ -287,8 +290,9 @@ def generated_chunk(seeds, out_dir):
         if master:  # one writer; the other ranks wait at the barrier in load_generated
             teacher.write(out_dir, name, source, meta, sols)
         task = os.path.join(out_dir, "tasks", "levelG", name + ".py")
-        out.append((task, [e for e in (example(task, source, teacher.solution_path(out_dir, name, move), sol)
-                                       for move, sol in sols) if e]))
+        counts = teacher.kernel_counts(source, sols) if price_moves and len(sols) > 1 else {}
+        out.append((task, [dict(e, cost=teacher.kernel_cost(counts.get(move))) for move, sol in sols
+                           if (e := example(task, source, teacher.solution_path(out_dir, name, move), sol))]))
     return out
 
 
@@ -379,8 +383,12 @@ def move_speed(speedups):
 
 def fastest_plain(examples, rank):
     """The examples that make plain pairs: every library solution, and of each generated task the one
-    solution whose move is fastest in `rank` (move_speed of the judge's records; the first of a tie; a
-    task none of whose moves is ranked keeps them all). A plain prompt names no speed, so its answer is the
+    solution whose move is fastest: with --plain-pick kernels the one whose kernels cost least (its
+    "cost", teacher.kernel_cost; a task with one unpriced keeps to the ranking), a tie to the faster move
+    in `rank` (move_speed of the judge's records), then to the first; an unpriced task none of whose
+    moves is ranked keeps them all. The kernel count lifts the pick's held-out geomean (by the held-out ceiling run's
+    measurements) from 1.33x to 1.40x, against 1.43x for each task's best move (bench/move_pick.py,
+    results/move-pick-cpu.md). A plain prompt names no speed, so its answer is the
     policy's first choice: with every move taught alike, the H200 checkpoint of one name per op wrote
     a fused epilogue (1.33x over 449 judged teacher solutions) on 10 of 32 held-out tasks although
     ~80% admit one, and folds (1.03-1.20x) on 9. Picking each task's move by this ranking reaches
@@ -396,8 +404,9 @@ def fastest_plain(examples, rank):
         else:
             out.append(e)
     for group in by_task.values():
-        best = max(group, key=speed)
-        out += [best] if speed(best) else group
+        priced = all(e.get("cost") is not None for e in group)
+        best = max(group, key=lambda e: (-e["cost"] if priced else 0, speed(e)))
+        out += [best] if priced or speed(best) else group
     return out
 
 
@@ -406,17 +415,16 @@ def reference_pairs(examples, speedups, n, fast, speed):
     contrastive prompt stage 3 opens with on a task it never saw (its bank holds the reference alone),
     answered by one of the task's teacher solutions with no measured speedup (a record of a failure
     counts as none: every teacher record so far is ok). No speed of the answer is claimed, and the
-    answers come only from `fast` moves (fast_moves), the fastest of them in `speed` (move_speed; the
-    first of a tie) where a task has two, as its plain pair does (fastest_plain). Without them, ~400 contrastive pairs beside
+    answers come only from `fast` moves (fast_moves), the fastest of them where a task has two, as its
+    plain pair picks (fastest_plain, with `speed`: move_speed). Without them, ~400 contrastive pairs beside
     75k plain ones, the policy parsed 44-57% of its contrastive answers in stage 3 on the H200,
     against 100% of its plain ones."""
-    one = {}
+    by_task = {}
     for e in examples:
         name = cudal1.solution_name(e["path"])
         if name.startswith("levelG/") and name not in speedups and move_of(name) in fast:
-            e0 = one.get(e["task"])
-            if e0 is None or speed[move_of(name)] > speed[move_of(cudal1.solution_name(e0["path"]))]:
-                one[e["task"]] = e
+            by_task.setdefault(e["task"], []).append(e)
+    one = {task: fastest_plain(group, speed)[0] for task, group in by_task.items()}
     tasks = sorted(one)
     tasks = random.Random(args.seed).sample(tasks, min(n, len(tasks)))
     return [(one[t], [(read(t), cudal1.REFERENCE["speedup"])]) for t in sorted(tasks)]
@@ -472,6 +480,10 @@ def code_key(task, source):
 
 # ---- data
 examples = load_examples(args.kernels, args.tasks)
+speedups = evaluate.measured_speedups(args.speedups)
+# a generated task's moves are priced (~10 ms a task, in load_generated's workers) only where a ranking of moves
+# exists to pick with (fastest_plain): the CPU's records judge no teacher move, so each of its moves makes a pair
+price_moves = args.plain_pick == "kernels" and not args.every_move and bool(move_speed(speedups or {}))
 gen_examples, gen_tasks = [], []  # --generated: generated tasks' teacher solutions, and those tasks
 if args.generated:
     gen_examples, gen_tasks = load_generated(args.generated, os.path.join(args.out, "generated"))
@@ -495,7 +507,6 @@ if args.rounds > 0 and not sample_tasks + gen_tasks:  # before stage 1, not afte
 examples += gen_examples  # from here on generated solutions are examples like kernels/ ones
 selftrain_path = os.path.join(args.out, "selftrain.jsonl")
 kept = [json.loads(line) for line in open(selftrain_path)] if os.path.exists(selftrain_path) else []
-speedups = evaluate.measured_speedups(args.speedups)
 cpairs, measured = contrastive_pairs(examples, speedups or {})  # measured: task -> [(speedup, example)]
 if speedups is None:
     say(f"no {args.speedups}: no contrastive pairs, plain prompts only (make eval measures kernels/)")
@@ -587,7 +598,8 @@ plain = examples if args.every_move else fastest_plain(examples, move_speeds)
 if len(plain) < len(examples):
     taught = Counter(move_of(cudal1.solution_name(e["path"])) for e in plain)
     ranked = sorted(move_speeds, key=move_speeds.get, reverse=True)
-    say(f"plain pairs: {len(plain)} of {len(examples)} solutions, a generated task's fastest move only; tasks per "
+    say(f"plain pairs: {len(plain)} of {len(examples)} solutions, a generated task's fastest move only (--plain-pick "
+        f"{args.plain_pick}); tasks per "
         f"move (its judged geomean): {', '.join(f'{m} {taught[m]} ({move_speeds[m]:.2f}x)' for m in ranked)}")
 elif gen_examples and not args.every_move and not move_speeds:
     say(f"no judged teacher moves in {args.speedups}: every generated solution makes a plain pair")

@@ -11,6 +11,8 @@ ATen op, and two models price what it would cost on a GPU:
   roofline  each op's launches at LAUNCH_S, plus the bytes it reads and writes at BANDWIDTH, plus a
             matmul's or a convolution's FLOPs at FP32_FLOPS: the teacher's solutions run a conv head with
             TF32 off (teacher.Task.head_lines: the judge checks true fp32), so unlike eager's, theirs is fp32.
+  kernels   teacher.kernel_cost, the pick stage 1 makes (train_sft.fastest_plain): launches counted on the
+            meta device, a head priced as teacher.HEAD_COST kernels; the table beside it sweeps that price.
 The fused epilogue's kernel does not run on a CPU: it is priced as the task's head ops plus one kernel
 that reads the head's output and writes the result. A model picks the cheapest of a task's moves (a
 tie goes to the ranking) among the moves that passed the judge, against the ranking and the best
@@ -21,6 +23,7 @@ failed is left out there (the ceiling counts it 1.00x). The constants are rounde
 not fitted: the held-out split is read, never tuned on. ~1-2 min on 2 cores.
 """
 import argparse
+import math
 import os
 import re
 import sys
@@ -81,7 +84,7 @@ def forward_ops(task_source, solution=None):
     if solution:
         exec(compile(solution, "solution", "exec"), ns)
     torch.manual_seed(0)
-    model = ns["ModelNew" if solution else "Model"](*ns["get_init_inputs"]()).eval()
+    model = ns["ModelNew" if solution else "Model"](*ns["get_init_inputs"]())  # train mode, as the judge runs it
     x = ns["get_inputs"]()
     with torch.no_grad():
         model(*x)
@@ -91,36 +94,43 @@ def forward_ops(task_source, solution=None):
 
 
 def costs(task_source, meta):
-    """{move: (launches, roofline seconds)} for each move the teacher writes for the task."""
+    """{move: (launches, roofline seconds, teacher.kernel_counts)} for each move the teacher writes for the task."""
     ref, x = forward_ops(task_source)
     head = [o for o in ref if o[0] in HEADS]
     head_bytes = head[-1][3] if head else sum(t.numel() * t.element_size() for t in x)
+    sols = teacher.solutions(task_source, meta)
+    counts = teacher.kernel_counts(task_source, sols)
     out = {}
-    for move, sol in teacher.solutions(task_source, meta):
+    for move, sol in sols:
         if move == "fuse_epilogue":
             out[move] = (sum(o[1] for o in head) + 1,
                          sum(o[2] for o in head) + LAUNCH_S + (head_bytes + ref[-1][3]) / BANDWIDTH)
         else:
             ops = forward_ops(task_source, sol)[0]
             out[move] = (sum(o[1] for o in ops), sum(o[2] for o in ops))
+        out[move] += (counts[move],)
     return out
 
 
-def picks(speed, cost, rank):
+def picks(speed, cost, rank, head_cost=teacher.HEAD_COST):
     """{way: the move it picks} among the judged moves `speed` of one task."""
     assert set(speed) <= set(cost), f"judged moves the teacher no longer writes: {sorted(set(speed) - set(cost))}"
     by_rank = lambda m: rank.get(m, 0.0)
+    price = lambda m: teacher.kernel_cost(cost[m][2], head_cost)
     return dict(ranking=max(speed, key=by_rank), launches=min(speed, key=lambda m: (cost[m][0], -by_rank(m))),
-                roofline=min(speed, key=lambda m: (cost[m][1], -by_rank(m))), best=max(speed, key=speed.get))
+                roofline=min(speed, key=lambda m: (cost[m][1], -by_rank(m))),
+                kernels=min(speed, key=lambda m: (math.inf if price(m) is None else price(m), -by_rank(m))),
+                best=max(speed, key=speed.get))
 
 
 def ceiling_speeds(path):
-    """{task file name: {move: speedup}} from a held_out_ceiling.py report's table (failed moves left out)."""
+    """{task file name: {move: speedup}} from a held_out_ceiling.py report's table (failed moves and
+    compositions, drop_noop+MOVE, left out: the pick is among single moves)."""
     out = {}
     for line in open(path):
         m = re.match(r"\| (\d+_\w+\.py) \| (.*?) \|", line)
         if m:
-            out[m.group(1)] = {mv: float(s) for mv, s in re.findall(r"(\w+) ([\d.]+)x", m.group(2))}
+            out[m.group(1)] = {mv: float(s) for mv, s in re.findall(r"([\w+]+) ([\d.]+)x", m.group(2)) if "+" not in mv}
     return out
 
 
@@ -149,36 +159,42 @@ def main(argv=None):
             judged.setdefault(int(m.group(2)), {})[m.group(3)] = s
             names[int(m.group(2))] = m.group(1)
     rank = {mv: geomean(v) for mv, v in by_move(judged).items()}
-    rows = {}  # {split: [(task, speeds, picks)]}
+    rows = {}  # {split: [(task, speeds, costs)]}
     for seed in sorted(judged):
         name, source, meta = gen.generate(seed, "gpu")
         assert name == names[seed], f"seed {seed} makes {name} now, not the judged {names[seed]}: the generator changed"
-        rows.setdefault("training", []).append((name, judged[seed], picks(judged[seed], costs(source, meta), rank)))
+        rows.setdefault("training", []).append((name, judged[seed], costs(source, meta)))
     if a.ceiling:
         held = ceiling_speeds(a.ceiling)
         for name, source, meta in gen.tasks(0, len(held), "gpu", split="held_out"):
             if name + ".py" in held and held[name + ".py"]:
-                speed = held[name + ".py"]
-                rows.setdefault("held-out", []).append((name, speed, picks(speed, costs(source, meta), rank)))
-    ways = ("ranking", "launches", "roofline", "best")
+                rows.setdefault("held-out", []).append((name, held[name + ".py"], costs(source, meta)))
+    ways = ("ranking", "launches", "roofline", "kernels", "best")
+    score = lambda rs, way, floor, hc=teacher.HEAD_COST: geomean(  # noqa: E731
+        [max(1.0, s[pk]) if floor else s[pk] for _, s, c in rs for pk in [picks(s, c, rank, hc)[way]]])
     md = ["# Each task's move by a cost model, against the global ranking", "",
           f"- command: `python bench/move_pick.py {' '.join(argv if argv is not None else sys.argv[1:])}`, "
           f"commit {evaluate.commit() or '?'}, torch {torch.__version__} on the CPU (the costs; the speedups are the records')",
           "- ranking (geomean of each move's judged teacher solutions): "
           + ", ".join(f"{mv} {s:.2f}x" for mv, s in sorted(rank.items(), key=lambda kv: -kv[1])),
           f"- roofline constants: launch {LAUNCH_S * 1e6:.0f} us, {BANDWIDTH / 1e12:.0f} TB/s, a head's FLOPs at "
-          f"{FP32_FLOPS / 1e12:.0f} TFLOP/s", "",
+          f"{FP32_FLOPS / 1e12:.0f} TFLOP/s; kernels: a head priced as {teacher.HEAD_COST} kernels (teacher.HEAD_COST)", "",
           "| tasks | n | " + " | ".join(ways) + " |", "|---|---|" + "---|" * len(ways)]
     for split, rs in rows.items():
         for floor in (False, True):
-            cells = [geomean([max(1.0, s[pk[w]]) if floor else s[pk[w]] for _, s, pk in rs]) for w in ways]
             md.append(f"| {split}{', a slower move at 1.00x' if floor else ''} | {len(rs)} | "
-                      + " | ".join(f"{c:.3f}x" for c in cells) + " |")
+                      + " | ".join(f"{score(rs, w, floor):.3f}x" for w in ways) + " |")
+    prices = (1, 1.5, 2, 3, 4, 6, 10)
+    md += ["", "## kernels: the head's price", "", "| tasks | " + " | ".join(f"head = {hc}" for hc in prices) + " |",
+           "|---|" + "---|" * len(prices)]
+    for split, rs in rows.items():
+        md.append(f"| {split} | " + " | ".join(f"{score(rs, 'kernels', False, hc):.3f}x" for hc in prices) + " |")
     for split, rs in rows.items():
         md += ["", f"## {split}: where a model leaves the ranking's pick", "",
-               "| task | ranking | launches | roofline | best |", "|---|---|---|---|---|"]
-        for name, s, pk in rs:
-            if len({pk["ranking"], pk["launches"], pk["roofline"]}) > 1:
+               "| task | " + " | ".join(ways) + " |", "|---|" + "---|" * len(ways)]
+        for name, s, c in rs:
+            pk = picks(s, c, rank)
+            if len({pk[w] for w in ways[:-1]}) > 1:
                 md.append(f"| {name} | " + " | ".join(f"{pk[w]} {s[pk[w]]:.2f}x" for w in ways) + " |")
     cudal1.write_markdown(md, a.out)
 

@@ -195,6 +195,35 @@ def test_two_gloo_ranks_train_and_report_as_one(tmp_path):
     assert sorted(os.path.basename(a["task"]) for a in answers) == ["19_ReLU.py", "20_LeakyReLU.py"]
 
 
+def test_a_generated_tasks_plain_pair_is_its_move_of_fewest_kernels(tmp_path):
+    # task 3 of the CPU sizes admits two moves: the fold launches fewer kernels (teacher.kernel_cost).
+    # Records that rank the other move faster: --plain-pick ranking teaches that one, kernels the fold
+    from kernelbench import generate as gen, teacher
+    name, source, meta = gen.tasks(3, 1, "cpu", split="train")[0]
+    assert name == "3_Gemm_Multiply_Divide_Multiply_Dropout", name  # the generator changed: pick another task
+    cost = {m: teacher.kernel_cost(c) for m, c in teacher.kernel_counts(source, teacher.solutions(source, meta)).items()}
+    assert cost["fold_scale_into_weights"] < cost["merge_affine"], cost
+    lines = "".join(json.dumps(dict(task=f"levelG/90{i}_X.py", solution=f"b/solutions/levelG/90{i}_X.{m}.py",
+                                    status="ok", speedup=s)) + "\n"
+                    for m, s in (("merge_affine", 1.5), ("fold_scale_into_weights", 1.1)) for i in range(5))
+    (tmp_path / "speedups.jsonl").write_text(lines)
+    (tmp_path / "kernels" / "level1").mkdir(parents=True)
+    (tmp_path / "kernels" / "level1" / "19_ReLU.py").write_text(RELU)
+    cmd = [sys.executable, os.path.join(ROOT, "train_sft.py"), "--kernels", str(tmp_path / "kernels"),
+           "--tasks", os.path.join(ROOT, "kernelbench"), "--kinds", "pytorch", "--out", str(tmp_path / "out"),
+           "--device", "cpu", "--n-layer", "1", "--n-head", "2", "--n-embd", "32", "--block-size", "8192",
+           "--vocab-size", "259", "--steps", "0", "--rounds", "0", "--generated", "4", "--held-out-tasks", "0",
+           "--speedups", str(tmp_path / "speedups.jsonl"), "--plain-pick"]
+    taught = {}
+    for pick in ("ranking", "kernels"):
+        p = subprocess.run(cmd + [pick, "--out", str(tmp_path / pick)], cwd=ROOT, capture_output=True, text=True,
+                           timeout=120)
+        assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+        taught[pick] = p.stdout.split("plain pairs:")[1].split("\n")[0]
+    assert "fold_scale_into_weights 0 (1.10x)" in taught["ranking"], taught
+    assert "fold_scale_into_weights 1 (1.10x)" in taught["kernels"], taught
+
+
 def test_reference_pairs_teach_the_opening_prompt_of_a_fresh_task(tmp_path):
     # --reference-pairs: one contrastive pair per generated task, showing its reference alone at
     # 1.00x, answered by a teacher solution no record measured, of a move the records call fast
@@ -220,7 +249,7 @@ def test_reference_pairs_teach_the_opening_prompt_of_a_fresh_task(tmp_path):
            "--tasks", os.path.join(ROOT, "kernelbench"), "--kinds", "pytorch", "--out", str(tmp_path / "out"),
            "--device", "cpu", "--n-layer", "1", "--n-head", "2", "--n-embd", "32", "--block-size", "8192",
            "--vocab-size", "259", "--steps", "0", "--rounds", "0", "--generated", "6", "--held-out-tasks", "0",
-           "--speedups", str(tmp_path / "speedups.jsonl"), "--reference-pairs", "100"]
+           "--speedups", str(tmp_path / "speedups.jsonl"), "--plain-pick", "ranking", "--reference-pairs", "100"]
     p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     fast = p.stdout.split("of the moves")[1].split("\n")[0]

@@ -1,7 +1,7 @@
 """kernelbench/teacher.py: every PyTorch-level teacher solution passes the judge on the CPU, every
 fused solution's CUDA source compiles for sm_90 and its Python side packs the kernel's arguments
 right, the teacher is deterministic, and each solution applies its one move and leaves every other
-op of the chain as it was."""
+op of the chain as it was; each move is priced by the kernels it launches."""
 import collections
 import hashlib
 import os
@@ -315,3 +315,17 @@ def test_composed_solutions_compute_their_tasks_output():
             assert got.shape == want.shape and evaluate._compare(got, want, evaluate.STRICT)[0], (name, move)
             seen[kind] += 1
     assert seen["fused, unlocked"] == seen["fused"] == 1 and len(seen) >= 5, (seed, seen)
+
+
+def test_kernel_counts_price_each_move_by_the_kernels_it_launches():
+    # counted on the meta device in train mode: no head here, a logsumexp as 4 kernels (the reference:
+    # clamp, div, sub, logsumexp); the fused epilogue is the head (none) and one kernel
+    name, source, meta = gen.generate(145, "cpu")
+    assert name == "145_Max_Divide_Subtract_LogSumExp", name  # the generator changed: pick another seed
+    counts = teacher.kernel_counts(source, teacher.solutions(source, meta))
+    assert counts == dict(fuse_epilogue=(0, 1), merge_affine=(0, 6), reduce_first=(0, 7), drop_noop=(0, 6)), counts
+    name, source, meta = gen.generate(1, "gpu")
+    assert name.startswith("1_Gemm_"), name
+    counts = teacher.kernel_counts(source, teacher.solutions(source, meta))
+    assert counts["fuse_epilogue"] == (1, 1) and teacher.kernel_cost(counts["fuse_epilogue"]) == teacher.HEAD_COST + 1
+    assert teacher.kernel_cost(None) is None
