@@ -25,9 +25,10 @@ plain and for contrastive prompts.
 tasks (kernelbench/generate.py) with the teacher solutions that run here (kernelbench/teacher.py),
 written to <out>/generated: each task's fastest move makes its plain pair (fastest_plain: the fewest
 kernels launched, a tie to the move the judge's records rank faster; --every-move: every move), the
-others answer contrastive pairs; each stage-2 round samples --generated-sample of them too. At the end it judges greedy and sampled answers to --held-out-tasks held-out generated tasks
-(and, on a GPU, the 20 held-out KernelBench level-2 tasks), tasks no training input touched
-(cudal1.held_out), and prints their correct rates and geomean speedups.
+others answer contrastive pairs; each stage-2 round samples --generated-sample of them too. At the
+end it judges greedy and sampled answers to --held-out-tasks held-out generated tasks (and, on a GPU,
+the 20 held-out KernelBench level-2 tasks), tasks no training input touched (cudal1.held_out), and
+prints their correct rates and geomean speedups.
 
     python train_sft.py                                    # no GPU: 1.1M params on 8000 generated tasks, ~15.5 min on 2 cores (make sft)
     python train_sft.py                                    # one GPU: ~27M params on kernels/ + 60000 generated tasks, 1 round, the held-out line
@@ -386,9 +387,9 @@ def fastest_plain(examples, rank):
     solution whose move is fastest: with --plain-pick kernels the one whose kernels cost least (its
     "cost", teacher.kernel_cost; a task with one unpriced keeps to the ranking), a tie to the faster move
     in `rank` (move_speed of the judge's records), then to the first; an unpriced task none of whose
-    moves is ranked keeps them all. The kernel count lifts the pick's held-out geomean (by the held-out ceiling run's
-    measurements) from 1.33x to 1.40x, against 1.43x for each task's best move (bench/move_pick.py,
-    results/move-pick-cpu.md). A plain prompt names no speed, so its answer is the
+    moves is ranked keeps them all. The kernel count lifts the pick's held-out geomean (by the held-out
+    ceiling run's measurements) from 1.33x to 1.40x, against 1.43x for each task's best move
+    (bench/move_pick.py, results/move-pick-cpu.md). A plain prompt names no speed, so its answer is the
     policy's first choice: with every move taught alike, the H200 checkpoint of one name per op wrote
     a fused epilogue (1.33x over 449 judged teacher solutions) on 10 of 32 held-out tasks although
     ~80% admit one, and folds (1.03-1.20x) on 9. Picking each task's move by this ranking reaches
