@@ -601,8 +601,14 @@ plain = examples if args.every_move else fastest_plain(examples, move_speeds)
 if len(plain) < len(examples):
     taught = Counter(move_of(name) for e in plain if (name := cudal1.solution_name(e["path"])).startswith("levelG/"))
     ranked = sorted(move_speeds, key=move_speeds.get, reverse=True)
-    say(f"plain pairs: {len(plain)} of {len(examples)} solutions, a generated task's fastest move only (--plain-pick "
-        f"{args.plain_pick}); tasks per move (its judged geomean): "
+    multi = Counter(e["task"] for e in gen_examples)
+    unpriced = {e["task"] for e in gen_examples if multi[e["task"]] > 1 and e.get("cost") is None}
+    n_multi = sum(n > 1 for n in multi.values())
+    # a task the meta device could not price falls back to the ranking: said here, never silently
+    pick = (f"--plain-pick kernels: {n_multi - len(unpriced)} of {n_multi} tasks with two moves or more priced"
+            if price_moves else "--plain-pick ranking")
+    say(f"plain pairs: {len(plain)} of {len(examples)} solutions, a generated task's fastest move only ({pick}); "
+        "tasks per move (its judged geomean): "
         + ", ".join([f"{m} {taught[m]} ({move_speeds[m]:.2f}x)" for m in ranked]
                     + [f"{m} {n} (unranked)" for m, n in sorted(taught.items()) if m not in move_speeds]))
 elif gen_examples and not args.every_move and not move_speeds:

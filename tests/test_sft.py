@@ -220,8 +220,9 @@ def test_a_generated_tasks_plain_pair_is_its_move_of_fewest_kernels(tmp_path):
                            timeout=120)
         assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
         taught[pick] = p.stdout.split("plain pairs:")[1].split("\n")[0]
-    assert "fold_scale_into_weights 0 (1.10x)" in taught["ranking"], taught
+    assert "fold_scale_into_weights 0 (1.10x)" in taught["ranking"] and "(--plain-pick ranking)" in taught["ranking"]
     assert "fold_scale_into_weights 1 (1.10x)" in taught["kernels"], taught
+    assert "(--plain-pick kernels: 1 of 1 tasks with two moves or more priced)" in taught["kernels"], taught
 
 
 def test_reference_pairs_teach_the_opening_prompt_of_a_fresh_task(tmp_path):
