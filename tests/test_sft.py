@@ -195,6 +195,19 @@ def test_two_gloo_ranks_train_and_report_as_one(tmp_path):
     assert sorted(os.path.basename(a["task"]) for a in answers) == ["19_ReLU.py", "20_LeakyReLU.py"]
 
 
+def generated_run(tmp_path, records, generated):
+    """A train_sft.py command with no steps: the library's ReLU and `generated` generated tasks at CPU sizes,
+    a tiny model, the judge's `records` (JSONL text) as --speedups."""
+    (tmp_path / "speedups.jsonl").write_text(records)
+    (tmp_path / "kernels" / "level1").mkdir(parents=True)
+    (tmp_path / "kernels" / "level1" / "19_ReLU.py").write_text(RELU)
+    return [sys.executable, os.path.join(ROOT, "train_sft.py"), "--kernels", str(tmp_path / "kernels"),
+            "--tasks", os.path.join(ROOT, "kernelbench"), "--kinds", "pytorch", "--out", str(tmp_path / "out"),
+            "--device", "cpu", "--n-layer", "1", "--n-head", "2", "--n-embd", "32", "--block-size", "8192",
+            "--vocab-size", "259", "--steps", "0", "--rounds", "0", "--generated", str(generated),
+            "--held-out-tasks", "0", "--speedups", str(tmp_path / "speedups.jsonl")]
+
+
 def test_a_generated_tasks_plain_pair_is_its_move_of_fewest_kernels(tmp_path):
     # task 3 of the CPU sizes admits two moves: the fold launches fewer kernels (teacher.kernel_cost).
     # Records that rank the other move faster: --plain-pick ranking teaches that one, kernels the fold
@@ -206,14 +219,7 @@ def test_a_generated_tasks_plain_pair_is_its_move_of_fewest_kernels(tmp_path):
     lines = "".join(json.dumps(dict(task=f"levelG/90{i}_X.py", solution=f"b/solutions/levelG/90{i}_X.{m}.py",
                                     status="ok", speedup=s)) + "\n"
                     for m, s in (("merge_affine", 1.5), ("fold_scale_into_weights", 1.1)) for i in range(5))
-    (tmp_path / "speedups.jsonl").write_text(lines)
-    (tmp_path / "kernels" / "level1").mkdir(parents=True)
-    (tmp_path / "kernels" / "level1" / "19_ReLU.py").write_text(RELU)
-    cmd = [sys.executable, os.path.join(ROOT, "train_sft.py"), "--kernels", str(tmp_path / "kernels"),
-           "--tasks", os.path.join(ROOT, "kernelbench"), "--kinds", "pytorch", "--out", str(tmp_path / "out"),
-           "--device", "cpu", "--n-layer", "1", "--n-head", "2", "--n-embd", "32", "--block-size", "8192",
-           "--vocab-size", "259", "--steps", "0", "--rounds", "0", "--generated", "4", "--held-out-tasks", "0",
-           "--speedups", str(tmp_path / "speedups.jsonl"), "--plain-pick"]
+    cmd = generated_run(tmp_path, lines, 4) + ["--plain-pick"]
     taught = {}
     for pick in ("ranking", "kernels"):
         p = subprocess.run(cmd + [pick, "--out", str(tmp_path / pick)], cwd=ROOT, capture_output=True, text=True,
@@ -241,16 +247,9 @@ def test_reference_pairs_teach_the_opening_prompt_of_a_fresh_task(tmp_path):
     lines = "".join(json.dumps(dict(task=f"levelG/90{i}_X.py", solution=f"b/solutions/levelG/90{i}_X.{m}.py",
                                     status="ok", speedup=0.8 if m == slow else 1.2)) + "\n"
                     for m in every for i in range(4 if m == unranked else 5))
-    (tmp_path / "speedups.jsonl").write_text(lines)
     want = sum(bool(ms - {slow, unranked}) for ms in moves.values())
     assert 0 < want < sum(bool(ms) for ms in moves.values()), moves
-    (tmp_path / "kernels" / "level1").mkdir(parents=True)
-    (tmp_path / "kernels" / "level1" / "19_ReLU.py").write_text(RELU)
-    cmd = [sys.executable, os.path.join(ROOT, "train_sft.py"), "--kernels", str(tmp_path / "kernels"),
-           "--tasks", os.path.join(ROOT, "kernelbench"), "--kinds", "pytorch", "--out", str(tmp_path / "out"),
-           "--device", "cpu", "--n-layer", "1", "--n-head", "2", "--n-embd", "32", "--block-size", "8192",
-           "--vocab-size", "259", "--steps", "0", "--rounds", "0", "--generated", "6", "--held-out-tasks", "0",
-           "--speedups", str(tmp_path / "speedups.jsonl"), "--plain-pick", "ranking", "--reference-pairs", "100"]
+    cmd = generated_run(tmp_path, lines, 6) + ["--plain-pick", "ranking", "--reference-pairs", "100"]
     p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     fast = p.stdout.split("of the moves")[1].split("\n")[0]
