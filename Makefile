@@ -132,6 +132,10 @@ build/kernels/%.so: build/kernels/%.cpp
 	$(CXX) -O3 -march=native -fopenmp -std=c++17 -shared -fPIC $(PYBIND_INC) \
 		-DMODULE_NAME=k$* $< -o $@.tmp$$$$ && mv -f $@.tmp$$$$ $@
 
+# ---- the CPU's fast path: host C++ with no pybind11 (cudal1.load_c), called through ctypes: ~0.3 s
+build/kernels/%.lib.so: build/kernels/%.cc
+	$(CXX) -O3 -march=native -ffast-math -fopenmp -std=c++17 -shared -fPIC $< -o $@.tmp$$$$ && mv -f $@.tmp$$$$ $@
+
 # ---- the fast path: device code only (cudal1.load_cuda). No host compiler, no pybind11: a cubin
 # for ARCH that the prebuilt launcher (launcher.cu) loads and launches. On the 2-core CPU machine
 # a small kernel builds in ~0.5 s this way against ~11 s as a pybind11 module.

@@ -86,6 +86,7 @@ class Task:
             if gen.render(self.spec) != task_source:
                 raise ValueError(f"task {meta['seed']} ({meta['size']}): the source is not what the generator draws")
         self.seed, self.ops, self.head = meta["seed"], self.spec["ops"], self.spec["head"]["kind"]
+        self.cpu = meta["size"] == "cpu"  # CPU-sized: its fused epilogue is a C++ loop (cudal1.load_c), not CUDA
         self.states = gen.trace(self.spec)
         self.sites = gen.moves(self.spec, self.states)
         lines = task_source.split("\n")
@@ -550,34 +551,42 @@ __device__ __forceinline__ float team_reduce(float v) {
 """
 
 LOOP = "for (long long r = lane; live && r < R; r += TEAM)"
+CPU_LOOP = "for (long long r = 0; r < R; ++r)"
 
 
 def _row_body(t, i, k):
-    """The C body of the row template for op i (a reduction over dims, softmax or norm)."""
+    """The C body of the row template for op i (a reduction over dims, softmax or norm). On the CPU
+    (t.cpu) a row is one loop iteration: no team, so no team_reduce and no lane test."""
     kind, op = t.ops[i]["kind"], t.ops[i]
+    loop, one = (CPU_LOOP, "") if t.cpu else (LOOP, "if (live && lane == 0) ")
+
+    def reduce(v, m):  # the team's reduction of v, as a statement
+        return [] if t.cpu else [f"{v} = team_reduce<{'true' if m else 'false'}>({v});"]
     if kind in ("sum", "mean", "global_avg_pool"):
         div = "" if kind == "sum" else " / (float)R"
-        return ["float s = 0.f;", f"{LOOP} s += load(at(r));", "s = team_reduce<false>(s);",
-                f"if (live && lane == 0) store(row, s{div});"]
+        return ["float s = 0.f;", f"{loop} s += load(at(r));"] + reduce("s", False) + [f"{one}store(row, s{div});"]
     if kind == "max":
-        return ["float m = -INFINITY;", f"{LOOP} m = fmaxf(m, load(at(r)));", "m = team_reduce<true>(m);",
-                "if (live && lane == 0) store(row, m);"]
-    softmax = ["float m = -INFINITY;", f"{LOOP} m = fmaxf(m, load(at(r)));", "m = team_reduce<true>(m);",
-               "float s = 0.f;", f"{LOOP} s += expf(load(at(r)) - m);", "s = team_reduce<false>(s);"]
+        return ["float m = -INFINITY;", f"{loop} m = fmaxf(m, load(at(r)));"] + reduce("m", True) + \
+            [f"{one}store(row, m);"]
+    softmax = ["float m = -INFINITY;", f"{loop} m = fmaxf(m, load(at(r)));"] + reduce("m", True) + \
+        ["float s = 0.f;", f"{loop} s += expf(load(at(r)) - m);"] + reduce("s", False)
     if kind == "logsumexp":
-        return softmax + ["if (live && lane == 0) store(row, logf(s) + m);  // max + log(sum(exp(x - max)))"]
+        return softmax + [f"{one}store(row, logf(s) + m);  // max + log(sum(exp(x - max)))"]
     if kind == "softmax":
-        return softmax + [f"{LOOP} {{", "    const long long i = at(r);", "    store(i, expf(load(i) - m) / s);", "}"]
+        return softmax + [f"{loop} {{", "    const long long i = at(r);", "    store(i, expf(load(i) - m) / s);", "}"]
     # the norms: mean and biased variance over the row (two passes), then (x - mean) * rstd [* w + b]
     # The mean is summed from x - x[0]: exact where a clamp before the norm made a row (nearly) constant,
     # and there rstd is ~1/sqrt(eps), so an error in the mean would be amplified ~300x.
     eps = k.float("eps", f"self.{op['attr']}.eps")
-    body = ["const float v0 = live ? load(at(0)) : 0.f;  // the row's first element",
-            "float s = 0.f;", f"{LOOP} s += load(at(r)) - v0;",
-            "const float mean = v0 + team_reduce<false>(s) / (float)R;",
-            "float q = 0.f;", f"{LOOP} {{", "    const float d = load(at(r)) - mean;", "    q += d * d;", "}",
-            f"const float rstd = rsqrtf(team_reduce<false>(q) / (float)R + {eps});  // biased variance",
-            f"{LOOP} {{", "    const long long i = at(r);"]
+    red = (lambda v: v) if t.cpu else (lambda v: f"team_reduce<false>({v})")
+    v0 = "load(at(0))" if t.cpu else "live ? load(at(0)) : 0.f"
+    body = [f"const float v0 = {v0};  // the row's first element",
+            "float s = 0.f;", f"{loop} s += load(at(r)) - v0;",
+            f"const float mean = v0 + {red('s')} / (float)R;",
+            "float q = 0.f;", f"{loop} {{", "    const float d = load(at(r)) - mean;", "    q += d * d;", "}",
+            f"const float rstd = {'1.f / sqrtf' if t.cpu else 'rsqrtf'}({red('q')} / (float)R + {eps});"
+            "  // biased variance",
+            f"{loop} {{", "    const long long i = at(r);"]
     if kind == "instance_norm":  # InstanceNorm's default has no affine parameters
         return body + ["    store(i, (load(i) - mean) * rstd);", "}"]
     w = k.ptr(f"{op['attr']}_weight", f"self.{op['attr']}.weight.data_ptr()")
@@ -691,6 +700,8 @@ def fuse_epilogue(t):
         src = ["extern \"C\" __global__ void epilogue({args}) {",
                "    const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;",
                "    if (i >= n) return;", "    float v = x[i];"] + ["    " + s for s in body] + ["    y[i] = v;", "}"]
+        if t.cpu:
+            src = _cpu_loop("i", "n", "the elements", ["float v = x[i];"] + body + ["y[i] = v;"])
         py += ["y = torch.empty_like(x)", "n = x.numel()"]
         launch, template, facts = "(n + 255) // 256, 256", "elementwise", {}
     else:
@@ -711,6 +722,8 @@ def fuse_epilogue(t):
             src = ["extern \"C\" __global__ void epilogue({args}) {",
                    "    const long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x;  // one output element",
                    "    if (j >= n) return;"] + ["    " + s for s in head + body] + ["}"]
+            if t.cpu:
+                src = _cpu_loop("j", "n", "the output elements", head + body)
             py.append("n = y.numel()")
             launch, template, facts = "(n + 255) // 256, 256", "window", {}
         else:  # ---- row: a team of threads per row
@@ -729,6 +742,9 @@ def fuse_epilogue(t):
                 ["    " + s for s in base] + \
                 [f"    auto at = [&](long long r) {{ return {at}; }};  // the index of element r of this row"] + \
                 ["    " + s for s in head + body] + ["}"]
+            if t.cpu:
+                src = _cpu_loop("row", "rows", "the rows", base + [f"auto at = [&](long long r) {{ return {at}; }};"]
+                                + head + body)
             py += lines
             launch = f"(rows * {team} + {block - 1}) // {block}, {block}" if team < block else f"rows, {block}"
             template, facts = "row", dict(rows=rows, R=R, I=I, team=team)
@@ -742,10 +758,20 @@ def fuse_epilogue(t):
             decl[-1] += ", " + a
     decl = "\n        ".join(decl)
     source = "\n".join(src).replace("{args}", decl)
-    call = f"_k.epilogue({launch}, " + ", ".join(p for _, p in args) + ")"
+    call = "_k.epilogue(" + ("" if t.cpu else f"{launch}, ") + ", ".join(p for _, p in args) + ")"
     py += [call, "return y"]
     fwd = (t.head_lines() if t.head_line else []) + py
-    return dict(forward=fwd, cuda=source, template=template, special=special, **facts)
+    if t.cpu:  # no team: a row is one loop iteration
+        facts.pop("team", None)
+    return dict(forward=fwd, template=template, special=special, **{"c" if t.cpu else "cuda": source}, **facts)
+
+
+def _cpu_loop(i, n, what, body):
+    """The CPU's fused epilogue: `extern "C" void epilogue` with one loop of `body` over i < n, its
+    iterations split over the cores by OpenMP (cudal1.load_c builds it with g++ -fopenmp)."""
+    return ["#include <math.h>", "", 'extern "C" void epilogue({args}) {',
+            f"    #pragma omp parallel for  // {what} split over the cores",
+            f"    for (long long {i} = 0; {i} < {n}; ++{i}) {{"] + ["        " + s for s in body] + ["    }", "}"]
 
 
 MOVES = dict(drop_noop=drop_noop, constant_output=constant_output, reduce_first=reduce_first,
@@ -979,8 +1005,10 @@ def _doc_fuse(t, sol, rng):
     n, shape = len(t.ops), t.shape(0)
     ops = ", ".join(f"`{t.expr(i)}`" for i in range(n))
     lib, none = HEAD_LIB.get(t.head), t.head == "none"
-    first = _pick(rng, f"Fuse the {n} ops{'' if none else ' after the ' + HEAD_NAME[t.head]} into one CUDA kernel.",
-                  f"One generated kernel for the whole {'chain' if none else 'epilogue'}: {n} ops, one pass.")
+    first = _pick(rng, f"Fuse the {n} ops{'' if none else ' after the ' + HEAD_NAME[t.head]} into one "
+                       f"{'C++ loop' if t.cpu else 'CUDA kernel'}.",
+                  f"One generated {'C++ loop' if t.cpu else 'kernel'} for the whole {'chain' if none else 'epilogue'}: "
+                  f"{n} ops, one pass.")
     head = "" if none else f"{_head_text(t)[0].upper() + _head_text(t)[1:]} stays on {lib}; "
     body = _pick(rng, f"{head}{'the ops after it' if head else 'The ops'} ({ops}) run in one kernel. Eager launches "
                       f"a kernel per op, each reading and writing a tensor the size of the {_fmt(shape)} "
@@ -989,7 +1017,14 @@ def _doc_fuse(t, sol, rng):
                  f"{head}{'eager then runs' if head else 'Eager runs'} {ops} as separate kernels, each a round trip "
                  f"through memory for a {_fmt(shape)} tensor ({_size(shape)}) or its reduced form; in one kernel the "
                  "intermediates stay in registers.")
-    if sol["template"] == "elementwise":
+    if t.cpu:
+        one = {"elementwise": "element", "window": "output element, which reads its window", "row": "row"}[sol["template"]]
+        how = (f"Each iteration of one loop over the {one}s applies the whole chain in registers, and OpenMP splits "
+               f"the loop over the cores" + (f" ({sol['rows']} rows of {sol['R']} elements)." if "rows" in sol else ".")
+               + (" The ops before the " + ("pool" if sol["template"] == "window" else "reduction")
+                  + " run on each element as it is loaded, those after it on each result as it is stored."
+                  if sol["template"] != "elementwise" else ""))
+    elif sol["template"] == "elementwise":
         how = "A thread per element applies the whole chain in registers."
     elif sol["template"] == "window":
         how = (f"`{t.expr(sol['special'][0])}` is a window: a thread per output element reads its window, applying "
@@ -1006,7 +1041,8 @@ def _doc_fuse(t, sol, rng):
         if t.ops[i]["kind"] == "batch_norm":
             how += (" The batch statistics normalise exactly as in training mode; the running statistics are not "
                     "updated (the output does not read them).")
-    fns = [f for f in ("expf", "logf", "log1pf", "tanhf", "erff", "rsqrtf") if f + "(" in sol["cuda"]]
+    code = sol.get("cuda") or sol["c"]
+    fns = [f for f in ("expf", "logf", "log1pf", "tanhf", "erff", "rsqrtf", "sqrtf") if re.search(rf"\b{f}\(", code)]
     numerics = _pick(rng, "Everything is fp32" + (f", with torch's formulas ({', '.join(fns)})" if fns else "")
                      + (", so the result matches to rounding." if sol["template"] != "row" else
                         "; only the order of the sums differs."),
@@ -1051,6 +1087,8 @@ def _source(t, move, sol, doc=None):
     lines += ["import torch.nn.functional as F"] if "F." in code else []
     if "cuda" in sol:
         lines += ["", "import cudal1", "", 'CUDA_SRC = r"""', sol["cuda"], '"""', "", "_k = cudal1.load_cuda(CUDA_SRC)"]
+    if "c" in sol:
+        lines += ["", "import cudal1", "", 'C_SRC = r"""', sol["c"], '"""', "", "_k = cudal1.load_c(C_SRC)"]
     # Model's constructor, parameters and names are kept by inheriting them: the judge runs a
     # solution after its task's program (evaluate.load_module's scope), so the answer never restates
     # the constructor (restating it was what small policies got wrong, results/curriculum-cpu-g8000.md)
@@ -1099,7 +1137,7 @@ def composed(task_source, meta):
     if "drop_noop" not in t.sites:
         return []
     u, out = without_noops(t), []
-    code = lambda sol: (sol["forward"], sol.get("methods"), sol.get("cuda"))  # noqa: E731
+    code = lambda sol: (sol["forward"], sol.get("methods"), sol.get("cuda"), sol.get("c"))  # noqa: E731
     sites = t.sites["drop_noop"]
     first = (f"First drop the {'no-op' if len(sites) == 1 else f'{len(sites)} no-ops'}. "
              + " ".join(_why_noop(t, i)[0].upper() + _why_noop(t, i)[1:] + "." for i in sites))
