@@ -700,7 +700,12 @@ def fuse_epilogue(t):
         src = ["extern \"C\" __global__ void epilogue({args}) {",
                "    const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;",
                "    if (i >= n) return;", "    float v = x[i];"] + ["    " + s for s in body] + ["    y[i] = v;", "}"]
-        if t.cpu:
+        if t.cpu and "C" in k.sizes:  # a channel per run of `inner` elements, not a division per element
+            src = _cpu_loop("j", "n / inner", "the runs", ["const long long c = j % C;",
+                            "for (long long i = j * inner; i < (j + 1) * inner; ++i) {", "    float v = x[i];"]
+                            + ["    " + s for s in body[1:]] + ["    y[i] = v;", "}"], work="n",
+                            note="  // one channel's run of inner elements")
+        elif t.cpu:
             src = _cpu_loop("i", "n", "the elements", ["float v = x[i];"] + body + ["y[i] = v;"])
         py += ["y = torch.empty_like(x)", "n = x.numel()"]
         launch, template, facts = "(n + 255) // 256, 256", "elementwise", {}
@@ -744,7 +749,7 @@ def fuse_epilogue(t):
                 ["    " + s for s in head + body] + ["}"]
             if t.cpu:
                 src = _cpu_loop("row", "rows", "the rows", base + [f"auto at = [&](long long r) {{ return {at}; }};"]
-                                + head + body)
+                                + head + body, work="rows * R")
             py += lines
             launch = f"(rows * {team} + {block - 1}) // {block}, {block}" if team < block else f"rows, {block}"
             template, facts = "row", dict(rows=rows, R=R, I=I, team=team)
@@ -766,12 +771,16 @@ def fuse_epilogue(t):
     return dict(forward=fwd, template=template, special=special, **{"c" if t.cpu else "cuda": source}, **facts)
 
 
-def _cpu_loop(i, n, what, body):
+CPU_GRAIN = 32768  # elements of work under which waking the other cores costs more than it saves
+
+
+def _cpu_loop(i, n, what, body, work=None, note=""):
     """The CPU's fused epilogue: `extern "C" void epilogue` with one loop of `body` over i < n, its
-    iterations split over the cores by OpenMP (cudal1.load_c builds it with g++ -fopenmp)."""
+    iterations split over the cores by OpenMP (cudal1.load_c builds it with g++ -fopenmp) when the
+    loop's `work` (elements touched; default n) is CPU_GRAIN or more."""
     return ["#include <math.h>", "", 'extern "C" void epilogue({args}) {',
-            f"    #pragma omp parallel for  // {what} split over the cores",
-            f"    for (long long {i} = 0; {i} < {n}; ++{i}) {{"] + ["        " + s for s in body] + ["    }", "}"]
+            f"    #pragma omp parallel for if ({work or n} >= {CPU_GRAIN})  // {what} split over the cores",
+            f"    for (long long {i} = 0; {i} < {n}; ++{i}) {{{note}"] + ["        " + s for s in body] + ["    }", "}"]
 
 
 MOVES = dict(drop_noop=drop_noop, constant_output=constant_output, reduce_first=reduce_first,
