@@ -79,14 +79,15 @@ class Task:
     """A generated task as the teacher sees it: spec, states (gen.trace), sites (gen.moves) and the
     lines of its Model's forward (head, residual, one per op)."""
 
-    def __init__(self, task_source, meta):
+    def __init__(self, task_source, meta, cpu=None):
         self.spec = gen.draw(meta["seed"], meta["size"])
         if gen.render(self.spec) != task_source:  # a task written before gen._spell (a kept run's) spells as then
             self.spec = gen.unspelt(self.spec)
             if gen.render(self.spec) != task_source:
                 raise ValueError(f"task {meta['seed']} ({meta['size']}): the source is not what the generator draws")
         self.seed, self.ops, self.head = meta["seed"], self.spec["ops"], self.spec["head"]["kind"]
-        self.cpu = meta["size"] == "cpu"  # CPU-sized: its fused epilogue is a C++ loop (cudal1.load_c), not CUDA
+        # its fused epilogue a C++ loop (cudal1.load_c) rather than a CUDA kernel: by default, a CPU-sized task's
+        self.cpu = meta["size"] == "cpu" if cpu is None else cpu
         self.states = gen.trace(self.spec)
         self.sites = gen.moves(self.spec, self.states)
         lines = task_source.split("\n")
@@ -556,20 +557,22 @@ CPU_LOOP = "for (long long r = 0; r < R; ++r)"
 
 def _row_body(t, i, k):
     """The C body of the row template for op i (a reduction over dims, softmax or norm). On the CPU
-    (t.cpu) a row is one loop iteration: no team, so no team_reduce and no lane test."""
+    (t.cpu) a row is one loop iteration: no team, so no team_reduce and no lane test; and sums are
+    kept in double, as torch's CPU kernels keep a float's (its acc_type)."""
     kind, op = t.ops[i]["kind"], t.ops[i]
     loop, one = (CPU_LOOP, "") if t.cpu else (LOOP, "if (live && lane == 0) ")
+    acc = "double s = 0.0;" if t.cpu else "float s = 0.f;"
 
     def reduce(v, m):  # the team's reduction of v, as a statement
         return [] if t.cpu else [f"{v} = team_reduce<{'true' if m else 'false'}>({v});"]
     if kind in ("sum", "mean", "global_avg_pool"):
         div = "" if kind == "sum" else " / (float)R"
-        return ["float s = 0.f;", f"{loop} s += load(at(r));"] + reduce("s", False) + [f"{one}store(row, s{div});"]
+        return [acc, f"{loop} s += load(at(r));"] + reduce("s", False) + [f"{one}store(row, s{div});"]
     if kind == "max":
         return ["float m = -INFINITY;", f"{loop} m = fmaxf(m, load(at(r)));"] + reduce("m", True) + \
             [f"{one}store(row, m);"]
     softmax = ["float m = -INFINITY;", f"{loop} m = fmaxf(m, load(at(r)));"] + reduce("m", True) + \
-        ["float s = 0.f;", f"{loop} s += expf(load(at(r)) - m);"] + reduce("s", False)
+        [acc, f"{loop} s += expf(load(at(r)) - m);"] + reduce("s", False)
     if kind == "logsumexp":
         return softmax + [f"{one}store(row, logf(s) + m);  // max + log(sum(exp(x - max)))"]
     if kind == "softmax":
@@ -578,15 +581,17 @@ def _row_body(t, i, k):
     # The mean is summed from x - x[0]: exact where a clamp before the norm made a row (nearly) constant,
     # and there rstd is ~1/sqrt(eps), so an error in the mean would be amplified ~300x.
     eps = k.float("eps", f"self.{op['attr']}.eps")
-    red = (lambda v: v) if t.cpu else (lambda v: f"team_reduce<false>({v})")
-    v0 = "load(at(0))" if t.cpu else "live ? load(at(0)) : 0.f"
-    body = [f"const float v0 = {v0};  // the row's first element",
-            "float s = 0.f;", f"{loop} s += load(at(r)) - v0;",
-            f"const float mean = v0 + {red('s')} / (float)R;",
-            "float q = 0.f;", f"{loop} {{", "    const float d = load(at(r)) - mean;", "    q += d * d;", "}",
-            f"const float rstd = {'1.f / sqrtf' if t.cpu else 'rsqrtf'}({red('q')} / (float)R + {eps});"
-            "  // biased variance",
-            f"{loop} {{", "    const long long i = at(r);"]
+    if t.cpu:  # in double, a (nearly) constant row's mean is exact enough without the x - x[0] shift
+        body = ["double s = 0.0, q = 0.0;", f"{loop} s += load(at(r));", "const double mean = s / R;",
+                f"{loop} {{", "    const double d = load(at(r)) - mean;", "    q += d * d;", "}",
+                f"const double rstd = 1.0 / sqrt(q / R + {eps});  // biased variance"]
+    else:
+        body = ["const float v0 = live ? load(at(0)) : 0.f;  // the row's first element",
+                "float s = 0.f;", f"{loop} s += load(at(r)) - v0;",
+                "const float mean = v0 + team_reduce<false>(s) / (float)R;",
+                "float q = 0.f;", f"{loop} {{", "    const float d = load(at(r)) - mean;", "    q += d * d;", "}",
+                f"const float rstd = rsqrtf(team_reduce<false>(q) / (float)R + {eps});  // biased variance"]
+    body += [f"{loop} {{", "    const long long i = at(r);"]
     if kind == "instance_norm":  # InstanceNorm's default has no affine parameters
         return body + ["    store(i, (load(i) - mean) * rstd);", "}"]
     w = k.ptr(f"{op['attr']}_weight", f"self.{op['attr']}.weight.data_ptr()")
@@ -1110,10 +1115,11 @@ def _source(t, move, sol, doc=None):
     return "\n".join(lines) + "\n"
 
 
-def solutions(task_source, meta):
+def solutions(task_source, meta, cpu=None):
     """[(move, solution_source)]: one solution per move the task admits and the teacher can write,
-    each applying that move alone, in gen.MOVES order. Deterministic."""
-    t = Task(task_source, meta)
+    each applying that move alone, in gen.MOVES order. Deterministic. The fused epilogue is C++ for the
+    CPU (cpu=True; by default for a CPU-sized task) or else CUDA."""
+    t = Task(task_source, meta, cpu)
     out = []
     for move in gen.MOVES:
         if move in t.sites:
@@ -1137,12 +1143,13 @@ def without_noops(t):
     return u
 
 
-def composed(task_source, meta):
+def composed(task_source, meta, cpu=None):
     """[('drop_noop+MOVE', solution_source)]: the task's no-ops dropped, then each other move the rest
     admits, for a task that admits drop_noop; left out where that is the move's one-move program again (a
     constant output that skips the no-ops anyway). An oracle for bench/held_out_ceiling.py, never training
-    data: the teacher writes one move per solution, and finding a composition is left to search and RL."""
-    t = Task(task_source, meta)
+    data: the teacher writes one move per solution, and finding a composition is left to search and RL.
+    cpu: as solutions'."""
+    t = Task(task_source, meta, cpu)
     if "drop_noop" not in t.sites:
         return []
     u, out = without_noops(t), []
