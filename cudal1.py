@@ -10,6 +10,7 @@ share, and no loops of its own: importing it parses no arguments and touches no 
 Sections, top to bottom:
     native build   load_kernel(source, lang): nvcc / c++ through pybind11, cached by hash;
                    load_cuda(source): device code only (a cubin), launched by launcher.cu;
+                   load_c(source): host C++ functions (g++ -fopenmp), called through ctypes;
                    CudaGraph(fn): a whole forward replayed from one CUDA graph;
                    conv_3xtf32(conv, x, w): a convolution at fp32's accuracy on TF32 tensor cores
     device         autodetect(): the run's device and compute dtype, decided once; autocast(),
@@ -1268,7 +1269,7 @@ def solution_kind(source):
     if ("__global__" in source or re.search(r"load_kernel\([^)]*['\"]cuda['\"]", source) or "cuda_sources" in source
             or "load_cuda(" in source):
         return "cuda"
-    if "load_kernel(" in source or "load_inline(" in source:
+    if "load_kernel(" in source or "load_inline(" in source or "load_c(" in source:
         return "cpp"
     return "pytorch"
 
@@ -1485,7 +1486,7 @@ REWARD_FAIL = -2.0       # any answer that is not a correct ModelNew: parse, bui
 # bias (any fold), an addcmul for merged affine ops, torch.full for a constant output. Dropping a
 # no-op or moving an op before a reduction leaves no mark of its own, so those are not counted: the
 # share undercounts composition.
-MOVE_MARKS = {"fuse_epilogue": ("load_cuda(", "__global__"), "fold": ("def folded(",),
+MOVE_MARKS = {"fuse_epilogue": ("load_cuda(", "__global__", "load_c("), "fold": ("def folded(",),
               "merge_affine": ("torch.addcmul(",), "constant_output": ("torch.full(",)}
 
 

@@ -928,3 +928,35 @@ def test_an_ok_record_says_how_long_its_worker_ran(records):
     recs, _ = records
     r = recs["honest"]
     assert r["status"] == "ok" and 0 < r["rounds_s"] <= r["run_s"] <= r["wall_s"]
+
+
+C_SRC = r'''
+#include <math.h>
+extern "C" void scale_tanh(const float* __restrict__ x, float* __restrict__ y, float s, long long n) {
+    #pragma omp parallel for if (n >= 32768)
+    for (long long i = 0; i < n; ++i) y[i] = tanhf(x[i] * s);
+}
+extern "C" void fill(float* __restrict__ y, int v, unsigned long long n) { for (unsigned long long i = 0; i < n; ++i) y[i] = v; }
+'''
+
+
+def test_load_c_calls_host_functions_by_their_c_signatures():
+    """cudal1.load_c, the CPU's fast path: each `extern "C" void` function becomes a callable whose
+    arguments are packed by its C signature, built once per source (comments and layout aside)."""
+    k = cudal1.load_c(C_SRC)
+    x = torch.randn(40000)
+    y = torch.empty_like(x)
+    k.scale_tanh(x.data_ptr(), y.data_ptr(), 0.5, x.numel())  # over the OpenMP threshold
+    assert torch.allclose(y, torch.tanh(x * 0.5), atol=1e-6)
+    k.fill(y.data_ptr(), 3, 5)
+    assert y[:5].tolist() == [3.0] * 5 and y[5] == torch.tanh(x[5] * 0.5)
+    with pytest.raises(TypeError, match="scale_tanh takes 4 arguments, got 3"):
+        k.scale_tanh(x.data_ptr(), y.data_ptr(), 0.5)
+    assert cudal1.load_c(C_SRC.replace("    ", "  ") + "// again\n") is k
+    assert cudal1.solution_kind("_k = cudal1.load_c(C_SRC)") == "cpp"
+    with pytest.raises(cudal1.BuildError, match='declares no extern "C" void function'):
+        cudal1.load_c("void hidden(float* y) {}")
+    with pytest.raises(cudal1.BuildError, match="parameter 'half h' has a type"):
+        cudal1.load_c('extern "C" void f(half h) {}')
+    with pytest.raises(cudal1.BuildError, match="error"):
+        cudal1.load_c('extern "C" void g(float* y) { y[0] = undeclared; }')
