@@ -70,8 +70,9 @@ parser = argparse.ArgumentParser(description="cudal1 stages 1-2: SFT on kernels/
 # ---- data
 parser.add_argument("--kernels", default="kernels", help="verified solutions, level*/NAME[.vK].py: the SFT data")
 parser.add_argument("--tasks", default="kernelbench", help="KernelBench tasks, level*/NAME.py")
-parser.add_argument("--kinds", default=None, help="solution kinds stage 1 trains on, of cuda,cpp,pytorch; "
-                    "unset: device default (a CPU trains on what runs on it)")
+parser.add_argument("--kinds", default=None, help="solution kinds stage 1 trains on, of cuda,cpp,pytorch, in "
+                    "the library and the teacher's solutions alike; unset: device default (the CPU's: pytorch, where "
+                    "--kinds pytorch,cpp adds the C++ fused epilogue at ~2x the time a step)")
 parser.add_argument("--speedups", default=None, help="the judge's records of --kernels and of the teacher's "
                     "solutions (evaluate.py JSONL, comma-separated): the speedups contrastive prompts show; unset: "
                     f"{cudal1.H200_RECORDS} on a GPU, results/cpu.jsonl on the CPU; "
@@ -287,7 +288,8 @@ def generated_chunk(seeds, out_dir):
         name, source, meta = gen.generate(seed, gen_size)
         if cudal1.held_out(meta):
             raise SystemExit(f"generated training task {name} is held out: the split is broken")
-        sols = [(move, sol) for move, sol in teacher.solutions(source, meta) if runs_here(sol)]
+        sols = [(move, sol) for move, sol in teacher.solutions(source, meta)
+                if runs_here(sol) and cudal1.solution_kind(sol) in args.kinds.split(",")]
         if master:  # one writer; the other ranks wait at the barrier in load_generated
             teacher.write(out_dir, name, source, meta, sols)
         task = os.path.join(out_dir, "tasks", "levelG", name + ".py")
