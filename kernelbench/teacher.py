@@ -34,7 +34,8 @@ How each move is written:
                              template, a row template (one reduction, softmax or norm, with the
                              elementwise ops before and after it) or a window template (a max or
                              average pool). Chains with two or more reductions, norms or pools get
-                             no fused solution.
+                             no fused solution. A CPU-sized task's is a C++ loop instead
+                             (cudal1.load_c, OpenMP over elements, channel runs, rows or outputs).
 Folds are computed in forward from the live parameters and cached until one changes (an in-place
 update bumps a tensor's _version, a new tensor has a new data_ptr); the judge loads the reference's
 state into ModelNew after constructing it, so nothing may be precomputed in __init__. Every
@@ -446,7 +447,8 @@ def fold_reduction(t):
 
 
 # -----------------------------------------------------------------------------
-# fuse_epilogue: every op after the head in one CUDA kernel, generated from the op chain.
+# fuse_epilogue: every op after the head in one CUDA kernel (a C++ loop for a CPU-sized task: _cpu_loop),
+# generated from the op chain.
 # Three templates: elementwise (a thread per element), row (a reduction, softmax or norm over rows
 # of R elements, a team of TEAM threads per row), window (a max or average pool, a thread per output).
 # The elementwise ops before the row or window op run on each element as it is loaded, those after it
