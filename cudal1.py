@@ -172,8 +172,8 @@ def cuda_kernels(source, host=False):
             else:  # unnamed, or named by its last word
                 code = CUDA_TYPES.get(" ".join(words)) or CUDA_TYPES.get(" ".join(words[:-1]))
             if code is None:
-                raise BuildError(f"load_{'c' if host else 'cuda'}: kernel {name}: parameter '{p}' has a type the launcher cannot "
-                                 f"pass (use a pointer or one of: {', '.join(CUDA_TYPES)})")
+                raise BuildError(f"load_{'c' if host else 'cuda'}: kernel {name}: parameter '{p}' has a type the "
+                                 f"launcher cannot pass (use a pointer or one of: {', '.join(CUDA_TYPES)})")
             kernels[name].append((p, code))
     if not kernels:
         raise BuildError('load_c: the source declares no extern "C" void function' if host else

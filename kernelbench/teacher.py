@@ -704,16 +704,18 @@ def fuse_epilogue(t):
     if not special:  # ---- elementwise: a thread per element
         body = _chain(t, range(len(t.ops)), k)
         k.size("n", "n")
-        src = ["extern \"C\" __global__ void epilogue({args}) {",
-               "    const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;",
-               "    if (i >= n) return;", "    float v = x[i];"] + ["    " + s for s in body] + ["    y[i] = v;", "}"]
         if t.cpu and "C" in k.sizes:  # a channel per run of `inner` elements, not a division per element
             src = _cpu_loop("j", "n / inner", "the runs", ["const long long c = j % C;",
                             "for (long long i = j * inner; i < (j + 1) * inner; ++i) {", "    float v = x[i];"]
-                            + ["    " + s for s in body[1:]] + ["    y[i] = v;", "}"], work="n",
+                            + ["    " + s for s in body[1:]] + ["    y[i] = v;", "}"], work="n",  # body[0]: c of i
                             note="  // one channel's run of inner elements")
         elif t.cpu:
             src = _cpu_loop("i", "n", "the elements", ["float v = x[i];"] + body + ["y[i] = v;"])
+        else:
+            src = ["extern \"C\" __global__ void epilogue({args}) {",
+                   "    const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;",
+                   "    if (i >= n) return;", "    float v = x[i];"] + ["    " + s for s in body] + \
+                ["    y[i] = v;", "}"]
         py += ["y = torch.empty_like(x)", "n = x.numel()"]
         launch, template, facts = "(n + 255) // 256, 256", "elementwise", {}
     else:
@@ -731,35 +733,40 @@ def fuse_epilogue(t):
         if kind in POOLS:  # ---- window: a thread per output element
             k.size("n", "y.numel()")
             body = _window_body(t, i, k)
-            src = ["extern \"C\" __global__ void epilogue({args}) {",
-                   "    const long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x;  // one output element",
-                   "    if (j >= n) return;"] + ["    " + s for s in head + body] + ["}"]
             if t.cpu:
                 src = _cpu_loop("j", "n", "the output elements", head + body)
+            else:
+                src = ["extern \"C\" __global__ void epilogue({args}) {",
+                       "    const long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x;"
+                       "  // one output element",
+                       "    if (j >= n) return;"] + ["    " + s for s in head + body] + ["}"]
             py.append("n = y.numel()")
             launch, template, facts = "(n + 255) // 256, 256", "window", {}
         else:  # ---- row: a team of threads per row
             lines, at, (rows, R, I) = _row_sizes(t, i)
-            team = _team(rows, R, 1 if kind == "batch_norm" else I)  # BatchNorm's I is a run length, not a stride
-            block = max(256, team)
             for name in ("rows", "R", "I"):
                 k.size(name, name)
             body = _row_body(t, i, k)
             base = [] if kind == "batch_norm" else ["const long long base = (row / I) * R * I + row % I;"]
-            src = [f"constexpr int TEAM = {team};  // threads per row", REDUCE_HELPER,
-                   f"extern \"C\" __global__ void __launch_bounds__({block}) epilogue({{args}}) {{",
-                   "    const long long row = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / TEAM;",
-                   "    const int lane = threadIdx.x % TEAM;",
-                   "    const bool live = row < rows;  // spare teams of the last block still join the reductions"] + \
-                ["    " + s for s in base] + \
-                [f"    auto at = [&](long long r) {{ return {at}; }};  // the index of element r of this row"] + \
-                ["    " + s for s in head + body] + ["}"]
-            if t.cpu:
+            template, facts = "row", dict(rows=rows, R=R, I=I)
+            if t.cpu:  # no team: a row is one loop iteration
                 src = _cpu_loop("row", "rows", "the rows", base + [f"auto at = [&](long long r) {{ return {at}; }};"]
                                 + head + body, work="rows * R")
+            else:
+                team = _team(rows, R, 1 if kind == "batch_norm" else I)  # BatchNorm's I is a run length, not a stride
+                block = max(256, team)
+                src = [f"constexpr int TEAM = {team};  // threads per row", REDUCE_HELPER,
+                       f"extern \"C\" __global__ void __launch_bounds__({block}) epilogue({{args}}) {{",
+                       "    const long long row = (blockIdx.x * (long long)blockDim.x + threadIdx.x) / TEAM;",
+                       "    const int lane = threadIdx.x % TEAM;",
+                       "    const bool live = row < rows;"
+                       "  // spare teams of the last block still join the reductions"] + \
+                    ["    " + s for s in base] + \
+                    [f"    auto at = [&](long long r) {{ return {at}; }};  // the index of element r of this row"] + \
+                    ["    " + s for s in head + body] + ["}"]
+                launch = f"(rows * {team} + {block - 1}) // {block}, {block}" if team < block else f"rows, {block}"
+                facts["team"] = team
             py += lines
-            launch = f"(rows * {team} + {block - 1}) // {block}, {block}" if team < block else f"rows, {block}"
-            template, facts = "row", dict(rows=rows, R=R, I=I, team=team)
     args = k.args()
     decl = [args[0][0] + ", " + args[1][0]]
     for a, _ in args[2:]:  # packed into lines of at most ~100 columns
@@ -773,8 +780,6 @@ def fuse_epilogue(t):
     call = "_k.epilogue(" + ("" if t.cpu else f"{launch}, ") + ", ".join(p for _, p in args) + ")"
     py += [call, "return y"]
     fwd = (t.head_lines() if t.head_line else []) + py
-    if t.cpu:  # no team: a row is one loop iteration
-        facts.pop("team", None)
     return dict(forward=fwd, template=template, special=special, **{"c" if t.cpu else "cuda": source}, **facts)
 
 
@@ -1034,7 +1039,8 @@ def _doc_fuse(t, sol, rng):
                  f"through memory for a {_fmt(shape)} tensor ({_size(shape)}) or its reduced form; in one kernel the "
                  "intermediates stay in registers.")
     if t.cpu:
-        one = {"elementwise": "element", "window": "output element, which reads its window", "row": "row"}[sol["template"]]
+        one = {"elementwise": "element", "window": "output element, which reads its window",
+               "row": "row"}[sol["template"]]
         how = (f"Each iteration of one loop over the {one}s applies the whole chain in registers, and OpenMP splits "
                f"the loop over the cores" + (f" ({sol['rows']} rows of {sol['R']} elements)." if "rows" in sol else ".")
                + (" The ops before the " + ("pool" if sol["template"] == "window" else "reduction")
