@@ -65,6 +65,16 @@ def nearest(task_path, source):
     return max(named, key=lambda ms: difflib.SequenceMatcher(None, ms[1], mine, autojunk=False).ratio())
 
 
+BINDING = {"duplicate parameter name": "a name declared twice", "is undefined": "a name never declared",
+           "arguments, got": "a call's argument count"}
+
+
+def failure_kind(r):
+    """Why a failing answer failed: binding a name (BINDING, by the judge's message) or its status."""
+    msg = r.get("message") or ""
+    return next((why for mark, why in BINDING.items() if mark in msg), r["status"])
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("answers", nargs="+", help="held_out_answers.jsonl files (train_rl.py)")
@@ -102,6 +112,10 @@ def main(argv=None):
     for move, c in sorted(counts.items(), key=lambda mc: -mc[1]["answers"]):
         bad = ", ".join(f"{s} {n}" for s, n in c.most_common() if s not in ("answers", "ok"))
         md.append(f"| {move} | {c['answers']} | {len(codes[move])} | {c['ok'] / c['answers']:.0%} | {bad or '-'} |")
+    kinds = collections.Counter(failure_kind(r) for _, _, r in fails)
+    binding = sum(kinds[why] for why in BINDING.values())
+    md += ["", f"Of {len(fails)} distinct failing codes, {binding} fail on binding a name before any output is "
+           "compared: " + ", ".join(f"{why} {n}" for why, n in kinds.most_common()) + "."]
     for task, (move, lines), r in fails[:a.diffs]:
         diff = [d for d in difflib.unified_diff(lines, code_lines(r["source"]), lineterm="", n=0)
                 if not d.startswith(("---", "+++", "@@"))]

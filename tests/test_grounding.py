@@ -45,8 +45,8 @@ def test_a_task_is_read_from_the_run_that_holds_the_answers(tmp_path, monkeypatc
 
 def test_held_out_answers_are_counted_by_the_move_they_write(tmp_path):
     # bench/held_out_moves.py: a held-out task's fused answer (its teacher's, passing, at two steps: one
-    # distinct code; its step-0 copy in a second run's file not counted again) and a PyTorch-level one with an
-    # op changed (failing) are each named by their nearest teacher solution, an answer restating the task's
+    # distinct code; its step-0 copy in a second run's file not counted again), a fused one failing to build on
+    # a name declared twice, and a PyTorch-level one with an op changed (failing) are each named by their nearest teacher solution, an answer restating the task's
     # forward by 'reference'; the failing PyTorch-level one's differing line is shown
     import json
     import cudal1
@@ -63,6 +63,8 @@ def test_held_out_answers_are_counted_by_the_move_they_write(tmp_path):
             dict(step=5, attempt=1, task=rel, source=sols["fuse_epilogue"], status="ok"),
             dict(step=5, attempt=2, task=rel, source=wrong, status="incorrect", message="max abs err 2"),
             dict(step=5, attempt=3, task=rel, source="\n".join(held_out_moves.restated(cudal1.read(task))), status="incorrect"),
+            dict(step=5, attempt=4, task=rel, source=sols["fuse_epilogue"].replace("p1", "p2"), status="compile_error",
+                 message="build failed\nbuild/kernels/a.cu(4): error: duplicate parameter name"),
             dict(step=0, attempt=1, task="level2/1_X.py", source="x", status="ok")]
     answers = run / "held_out_answers.jsonl"
     answers.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -72,9 +74,11 @@ def test_held_out_answers_are_counted_by_the_move_they_write(tmp_path):
     out = tmp_path / "moves.md"
     assert held_out_moves.main([str(answers), str(again), "--diffs", "5", "--out", str(out)]) == 0
     text = out.read_text()
-    assert "| fuse_epilogue | 2 | 1 | 100% | - |" in text and f"| {other} | 1 | 1 | 0% | incorrect 1 |" in text, text
+    assert "| fuse_epilogue | 3 | 2 | 67% | compile_error 1 |" in text and f"| {other} | 1 | 1 | 0% | incorrect 1 |" in text, text
     assert "| reference | 1 | 1 | 0% | incorrect 1 |" in text, text  # the task's own forward again: no move
-    assert "4 answers to generated held-out tasks, 3 distinct" in text
+    assert "5 answers to generated held-out tasks, 4 distinct" in text
+    assert "Of 3 distinct failing codes, 1 fail on binding a name before any output is compared: incorrect 2, " \
+        "a name declared twice 1." in text, text  # the failure counted by the judge's message
     assert f"{other}, incorrect: max abs err 2" in text and "\n+" in text.split("```diff")[1]
 
 
