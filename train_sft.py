@@ -1041,7 +1041,8 @@ if args.generated and args.held_out_tasks > 0:
                 json.dump(held, f, indent=1)
             with open(os.path.join(args.out, "answers-held_out.jsonl"), "w") as f:
                 f.writelines(json.dumps(dict(task=a["task"], prompt=a["prompt"], reason=a["reason"],
-                                             status=a["record"] and a["record"]["status"], text=a["text"])) + "\n"
+                                             status=a["record"] and a["record"]["status"], text=a["text"],
+                                             message=a["record"] and a["record"].get("message"))) + "\n"
                              for a in answers)
     for line in held_out_lines(held):
         say(line)

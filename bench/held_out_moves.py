@@ -1,10 +1,11 @@
 """Which move does each held-out answer write, and how often does it pass? For each generated task's
-answers in train_rl.py's held_out_answers.jsonl (every attempt, every measurement), the teacher
-solution of that task nearest in code (difflib over the code, docstrings left out) names the move, or
-'reference' where the task's own program is nearer (an answer that restates it, rightly or not);
-per move: answers, distinct codes among them, the share correct and the failures by status (a
-step-0 answer that several runs' files hold, as make rl-ablation gives each the start's, counts once). With
---diffs, each distinct failing code's lines that differ from that solution: what the policy got wrong.
+answers in train_rl.py's held_out_answers.jsonl (every attempt, every measurement) or train_sft.py's
+answers-held_out.jsonl, the teacher solution of that task nearest in code (difflib over the code,
+docstrings left out) names the move, or 'reference' where the task's own program is nearer (an answer
+that restates it, rightly or not); per move: answers, distinct codes among them, the share correct and
+the failures by status (a step-0 answer that several runs' files hold, as make rl-ablation gives each
+the start's, counts once); and how many distinct failing codes fail on binding a name. With --diffs,
+each distinct failing code's lines that differ from that solution: what the policy got wrong.
 
     python bench/held_out_moves.py out/rl-*/held_out_answers.jsonl --out results/held-out-moves.md
     python bench/held_out_moves.py /tmp/dev/out/rl-start/held_out_answers.jsonl --diffs 20
@@ -65,8 +66,9 @@ def nearest(task_path, source):
     return max(named, key=lambda ms: difflib.SequenceMatcher(None, ms[1], mine, autojunk=False).ratio())
 
 
-BINDING = {"duplicate parameter name": "a name declared twice", "is undefined": "a name never declared",
-           "arguments, got": "a call's argument count"}
+BINDING = {"duplicate parameter name": "a name declared twice", "redefinition of": "a name declared twice",
+           "is undefined": "a name never declared", "was not declared": "a name never declared",
+           "arguments, got": "a call's argument count"}  # nvcc's words, g++'s (load_c), and load_cuda's TypeError
 
 
 def failure_kind(r):
@@ -87,6 +89,8 @@ def main(argv=None):
         with open(path) as f:
             rows = [json.loads(line) for line in f]
         for r in rows:
+            if "text" in r and "source" not in r:  # train_sft.py's answers-held_out.jsonl: the answer's code
+                r["source"] = cudal1.parse_answer(r["text"])[0]
             if "/levelG/" not in r["task"] or not r.get("source"):
                 continue
             task = task_file(path, r["task"])
@@ -113,7 +117,7 @@ def main(argv=None):
         bad = ", ".join(f"{s} {n}" for s, n in c.most_common() if s not in ("answers", "ok"))
         md.append(f"| {move} | {c['answers']} | {len(codes[move])} | {c['ok'] / c['answers']:.0%} | {bad or '-'} |")
     kinds = collections.Counter(failure_kind(r) for _, _, r in fails)
-    binding = sum(kinds[why] for why in BINDING.values())
+    binding = sum(kinds[why] for why in set(BINDING.values()))
     md += ["", f"Of {len(fails)} distinct failing codes, {binding} fail on binding a name before any output is "
            "compared: " + ", ".join(f"{why} {n}" for why, n in kinds.most_common()) + "."]
     for task, (move, lines), r in fails[:a.diffs]:

@@ -68,15 +68,16 @@ def test_held_out_answers_are_counted_by_the_move_they_write(tmp_path):
             dict(step=0, attempt=1, task="level2/1_X.py", source="x", status="ok")]
     answers = run / "held_out_answers.jsonl"
     answers.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    again = run / "arm" / "held_out_answers.jsonl"  # another run given the same step-0 line: counted once
-    again.parent.mkdir()
-    again.write_text(json.dumps(rows[0]) + "\n")
+    again = run / "arm" / "held_out_answers.jsonl"  # another run given the same step-0 line: counted once,
+    again.parent.mkdir()  # and stage 1's file (train_sft.py: the answer's text) holding the fused one again
+    again.write_text(json.dumps(rows[0]) + "\n" + json.dumps(dict(
+        task=rel, text=cudal1.format_answer(sols["fuse_epilogue"]), status="ok", message=None)) + "\n")
     out = tmp_path / "moves.md"
     assert held_out_moves.main([str(answers), str(again), "--diffs", "5", "--out", str(out)]) == 0
     text = out.read_text()
-    assert "| fuse_epilogue | 3 | 2 | 67% | compile_error 1 |" in text and f"| {other} | 1 | 1 | 0% | incorrect 1 |" in text, text
+    assert "| fuse_epilogue | 4 | 2 | 75% | compile_error 1 |" in text and f"| {other} | 1 | 1 | 0% | incorrect 1 |" in text, text
     assert "| reference | 1 | 1 | 0% | incorrect 1 |" in text, text  # the task's own forward again: no move
-    assert "5 answers to generated held-out tasks, 4 distinct" in text
+    assert "6 answers to generated held-out tasks, 4 distinct" in text
     assert "Of 3 distinct failing codes, 1 fail on binding a name before any output is compared: incorrect 2, " \
         "a name declared twice 1." in text, text  # the failure counted by the judge's message
     assert f"{other}, incorrect: max abs err 2" in text and "\n+" in text.split("```diff")[1]
