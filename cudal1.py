@@ -1410,7 +1410,8 @@ def format_answer(solution_source):
         names = re.findall(r"__global__\s+void\s+(\w+)", solution_source)
         design = f"Custom CUDA kernels ({', '.join(names) or 'inline'}) launched on the current stream."
     elif kind == "cpp":
-        names = re.findall(r"m\.def\(\s*\"(\w+)\"", solution_source)
+        names = re.findall(r"m\.def\(\s*\"(\w+)\"", solution_source) or \
+            re.findall(r'extern\s+"C"\s+void\s+(\w+)', solution_source)  # pybind11's names, or load_c's
         design = f"C++ with OpenMP ({', '.join(names) or 'inline'}) on raw CPU pointers."
     else:
         design = "A PyTorch-level rewrite: no native code."

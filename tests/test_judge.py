@@ -954,6 +954,8 @@ def test_load_c_calls_host_functions_by_their_c_signatures():
         k.scale_tanh(x.data_ptr(), y.data_ptr(), 0.5)
     assert cudal1.load_c(C_SRC.replace("    ", "  ") + "// again\n") is k
     assert cudal1.solution_kind("_k = cudal1.load_c(C_SRC)") == "cpp"
+    answer = cudal1.format_answer(f'"""Why."""\nimport cudal1\nC_SRC = r"""{C_SRC}"""\n_k = cudal1.load_c(C_SRC)\n')
+    assert "C++ with OpenMP (scale_tanh, fill) on raw CPU pointers." in answer, answer  # its design line names them
     with pytest.raises(cudal1.BuildError, match='declares no extern "C" void function'):
         cudal1.load_c("void hidden(float* y) {}")
     with pytest.raises(cudal1.BuildError, match="parameter 'half h' has a type"):
