@@ -63,7 +63,8 @@ def test_held_out_answers_are_counted_by_the_move_they_write(tmp_path):
             dict(step=5, attempt=1, task=rel, source=sols["fuse_epilogue"], status="ok"),
             dict(step=5, attempt=2, task=rel, source=wrong, status="incorrect", message="max abs err 2"),
             dict(step=5, attempt=3, task=rel, source="\n".join(held_out_moves.restated(cudal1.read(task))), status="incorrect"),
-            dict(step=5, attempt=4, task=rel, source=sols["fuse_epilogue"].replace("p1", "p2"), status="compile_error",
+            dict(step=5, attempt=4, task=rel, status="compile_error",
+                 source=sols["fuse_epilogue"].replace("__restrict__ y,", "__restrict__ x,"),  # x declared twice
                  message="build failed\nbuild/kernels/a.cu(4): error: duplicate parameter name"),
             dict(step=0, attempt=1, task="level2/1_X.py", source="x", status="ok")]
     answers = run / "held_out_answers.jsonl"
@@ -73,6 +74,7 @@ def test_held_out_answers_are_counted_by_the_move_they_write(tmp_path):
     again.write_text(json.dumps(rows[0]) + "\n" + json.dumps(dict(
         task=rel, text=cudal1.format_answer(sols["fuse_epilogue"]), status="ok", message=None)) + "\n")
     out = tmp_path / "moves.md"
+    assert rows[3]["source"] != sols["fuse_epilogue"]
     assert held_out_moves.main([str(answers), str(again), "--diffs", "5", "--out", str(out)]) == 0
     text = out.read_text()
     assert "| fuse_epilogue | 4 | 2 | 75% | compile_error 1 |" in text and f"| {other} | 1 | 1 | 0% | incorrect 1 |" in text, text
