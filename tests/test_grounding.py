@@ -74,7 +74,7 @@ def test_held_out_answers_are_counted_by_the_move_they_write(tmp_path):
     again.write_text(json.dumps(rows[0]) + "\n" + json.dumps(dict(
         task=rel, text=cudal1.format_answer(sols["fuse_epilogue"]), status="ok", message=None)) + "\n")
     out = tmp_path / "moves.md"
-    assert rows[3]["source"] != sols["fuse_epilogue"]
+    assert rows[4]["source"] != sols["fuse_epilogue"]  # the edit took
     assert held_out_moves.main([str(answers), str(again), "--diffs", "5", "--out", str(out)]) == 0
     text = out.read_text()
     assert "| fuse_epilogue | 4 | 2 | 75% | compile_error 1 |" in text and f"| {other} | 1 | 1 | 0% | incorrect 1 |" in text, text
