@@ -780,7 +780,7 @@ def fuse_epilogue(t):
     call = "_k.epilogue(" + ("" if t.cpu else f"{launch}, ") + ", ".join(p for _, p in args) + ")"
     py += [call, "return y"]
     fwd = (t.head_lines() if t.head_line else []) + py
-    return dict(forward=fwd, template=template, special=special, **{"c" if t.cpu else "cuda": source}, **facts)
+    return dict(forward=fwd, template=template, special=special, kernel=source, **facts)
 
 
 CPU_GRAIN = 32768  # elements of work under which waking the other cores costs more than it saves
@@ -1063,8 +1063,8 @@ def _doc_fuse(t, sol, rng):
         if t.ops[i]["kind"] == "batch_norm":
             how += (" The batch statistics normalise exactly as in training mode; the running statistics are not "
                     "updated (the output does not read them).")
-    code = sol.get("cuda") or sol["c"]
-    fns = [f for f in ("expf", "logf", "log1pf", "tanhf", "erff", "rsqrtf", "sqrtf") if re.search(rf"\b{f}\(", code)]
+    fns = [f for f in ("expf", "logf", "log1pf", "tanhf", "erff", "rsqrtf", "sqrtf")
+           if re.search(rf"\b{f}\(", sol["kernel"])]
     numerics = _pick(rng, "Everything is fp32" + (f", with torch's formulas ({', '.join(fns)})" if fns else "")
                      + (", so the result matches to rounding." if sol["template"] != "row" else
                         "; only the order of the sums differs."),
@@ -1107,10 +1107,9 @@ def _source(t, move, sol, doc=None):
     lines += ["import math"] if "math." in code else []
     lines += ["import torch"]
     lines += ["import torch.nn.functional as F"] if "F." in code else []
-    if "cuda" in sol:
-        lines += ["", "import cudal1", "", 'CUDA_SRC = r"""', sol["cuda"], '"""', "", "_k = cudal1.load_cuda(CUDA_SRC)"]
-    if "c" in sol:
-        lines += ["", "import cudal1", "", 'C_SRC = r"""', sol["c"], '"""', "", "_k = cudal1.load_c(C_SRC)"]
+    if "kernel" in sol:  # the fused epilogue: C++ for the CPU (t.cpu), else CUDA
+        name, load = ("C_SRC", "load_c") if t.cpu else ("CUDA_SRC", "load_cuda")
+        lines += ["", "import cudal1", "", f'{name} = r"""', sol["kernel"], '"""', "", f"_k = cudal1.{load}({name})"]
     # Model's constructor, parameters and names are kept by inheriting them: the judge runs a
     # solution after its task's program (evaluate.load_module's scope), so the answer never restates
     # the constructor (restating it was what small policies got wrong, results/curriculum-cpu-g8000.md)
@@ -1161,7 +1160,7 @@ def composed(task_source, meta, cpu=None):
     if "drop_noop" not in t.sites:
         return []
     u, out = without_noops(t), []
-    code = lambda sol: (sol["forward"], sol.get("methods"), sol.get("cuda"), sol.get("c"))  # noqa: E731
+    code = lambda sol: (sol["forward"], sol.get("methods"), sol.get("kernel"))  # noqa: E731
     sites = t.sites["drop_noop"]
     first = (f"First drop the {'no-op' if len(sites) == 1 else f'{len(sites)} no-ops'}. "
              + " ".join(_why_noop(t, i)[0].upper() + _why_noop(t, i)[1:] + "." for i in sites))
