@@ -58,7 +58,7 @@ def main(argv=None):
     for t in tasks:
         task_source, meta = cudal1.read(t), gen.read_meta(t)
         for move, src in teacher.solutions(task_source, meta) + teacher.composed(task_source, meta):
-            if gpu or "load_cuda(" not in src:  # CUDA needs a GPU (a CPU-sized task's fused epilogue is C++)
+            if cudal1.runs_on(src, device):  # every move at these sizes (a CPU-sized task's fused epilogue is C++)
                 pairs.append((t, src))
                 who.append((t, move))
         if answers.get(cudal1.held_key(t)):

@@ -175,7 +175,7 @@ def test_held_out_ceiling_judges_every_move_and_the_policy_in_one_call(tmp_path)
     assert [m for m, _ in teacher.composed(cudal1.read(t3), generate.read_meta(t3))] == [
         "drop_noop+fuse_epilogue", "drop_noop+fold_reduction"]  # the sample this test reads
     move, sol = [(m, s) for m, s in teacher.solutions(cudal1.read(t1), generate.read_meta(t1))
-                 if "load_cuda(" not in s][0]  # one the CPU runs
+                 if cudal1.runs_on(s, "cpu")][0]  # one the CPU runs
     answers = tmp_path / "held_out_answers.jsonl"
     answers.write_text("".join(json.dumps(dict(step=0, task=f"out/x/held_out/levelG/{os.path.basename(t)}", attempt=1,
                                                source=src)) + "\n" for t, src in ((t1, sol), (t2, "class ModelNew: pass\n"))))
