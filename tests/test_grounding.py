@@ -46,8 +46,9 @@ def test_a_task_is_read_from_the_run_that_holds_the_answers(tmp_path, monkeypatc
 def test_held_out_answers_are_counted_by_the_move_they_write(tmp_path):
     # bench/held_out_moves.py: a held-out task's fused answer (its teacher's, passing, at two steps: one
     # distinct code; its step-0 copy in a second run's file not counted again), a fused one failing to build on
-    # a name declared twice, and a PyTorch-level one with an op changed (failing) are each named by their nearest teacher solution, an answer restating the task's
-    # forward by 'reference'; the failing PyTorch-level one's differing line is shown
+    # a name declared twice, and a PyTorch-level one with an op changed (failing) are each named by their
+    # nearest teacher solution, an answer restating the task's forward by 'reference'; the failing
+    # PyTorch-level one's differing line is shown
     import json
     import cudal1
     import held_out_moves
