@@ -1059,19 +1059,23 @@ def write_report(path, copy=""):
     # vary ~8x with the batch's length (30-240 ms on the H200), and the median overstated the rate.
     *_, tok_s, mfu = throughput(speeds[len(speeds) // 2:])
     steps1, _, stage1_s, *_ = throughput(speeds)
+    stage1 = dict(steps=steps1, seconds=stage1_s, tokens_per_s=tok_s, mfu_percent=mfu)
+    if not speeds and os.path.exists(path + ".json"):  # resumed past stage 1: the run that took its steps said how fast
+        stage1 = json.load(open(path + ".json")).get("stage1", stage1)
+    steps1, stage1_s, tok_s, mfu = (stage1[key] for key in ("steps", "seconds", "tokens_per_s", "mfu_percent"))
     summary = dict(command="python " + " ".join(sys.argv), env=env, world=world, dtype=str(dtype), settings=vars(args),
                    params=raw_model.num_params(), tokens_per_solution=n_tok, solutions=len(examples), plain_pairs=len(plain),
                    solution_files=[e["path"] for e in examples], sample_tasks=sample_tasks,  # what it trained on
                    generated_tasks=gen_tasks, contrastive_pairs=len(cpairs), reference_pairs=len(rpairs),
                    solution_pairs=len(spairs),
                    stage2=rounds, held_out=held,
-                   stage1=dict(steps=steps1, seconds=stage1_s, tokens_per_s=tok_s, mfu_percent=mfu))
+                   stage1=stage1)
     sp = lambda v: "-" if v is None else f"{v:.2f}x"
     lines = [f"# train_sft.py on {env['gpu']}", "",
              f"`{summary['command']}`  ", f"commit {env['commit']}, torch {env['torch']}, {world} rank(s), {dtype}, "
              f"{summary['params'] / 1e6:.1f}M params, {len(examples)} solutions, {len(plain)} as plain pairs "
              f"at {n_tok:.0f} tokens each", "",
-             "## Stage 1", "", f"{summary['stage1']['steps']} steps run in {stage1_s:.0f} s; over the last half: "
+             "## Stage 1", "", f"{steps1} steps run in {stage1_s:.0f} s; over the last half: "
              + (f"{tok_s:,.0f} tokens/s" if tok_s else "no steps run") + (f", MFU {mfu:.1f}% of dense bf16 peak" if mfu else ""),
              "", "## Stage 2 (rates over the sampled answers; speedups over the correct ones)", "",
              "Plain prompts; the last columns are the answers to contrastive prompts (the stage-3 format, "

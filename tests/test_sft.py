@@ -106,10 +106,15 @@ def test_stage2_round_with_the_real_judge(tmp_path):
 
     model, tok, meta = cudal1.load_checkpoint(str(out))
     assert meta["step"] == 100 and meta["round"] == 2 and meta["settings"]["num_samples"] == 2
-    # run again: it resumes after the final pass and has nothing left to do
+    stage1 = json.load(open(out / "report.json"))["stage1"]
+    assert stage1["steps"] == 100 and stage1["tokens_per_s"] > 0, stage1
+    # run again: it resumes after the final pass and has nothing left to do, and its report keeps the
+    # stage-1 speed the first run measured (not "0 steps run")
     p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0 and "resumed" in p.stdout, p.stderr[-3000:]
     assert len(open(out / "stage2.jsonl").readlines()) == 2
+    assert json.load(open(out / "report.json"))["stage1"] == stage1
+    assert "100 steps run" in open(out / "report.md").read()
 
 
 def test_generated_tasks_and_the_held_out_line(tmp_path):
