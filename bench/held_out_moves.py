@@ -4,8 +4,9 @@ answers-held_out.jsonl, the teacher solution of that task nearest in code (diffl
 docstrings left out) names the move, or 'reference' where the task's own program is nearer (an answer
 that restates it, rightly or not); per move: answers, distinct codes among them, the share correct and
 the failures by status (a step-0 answer that several runs' files hold, as make rl-ablation gives each
-the start's, counts once); and how many distinct failing codes fail on binding a name. With --diffs,
-each distinct failing code's lines that differ from that solution: what the policy got wrong.
+the start's, counts once); how many distinct failing codes fail on binding a name, and how many pass
+their kernel other attributes than the teacher's call (a name copied wrong, in the kernel or in the call).
+With --diffs, each distinct failing code's lines that differ from that solution: what the policy got wrong.
 
     python bench/held_out_moves.py out/rl-*/held_out_answers.jsonl --out results/held-out-moves.md
     python bench/held_out_moves.py /tmp/dev/out/rl-start/held_out_answers.jsonl --diffs 20
@@ -71,10 +72,36 @@ BINDING = {"duplicate parameter name": "a name declared twice", "redefinition of
            "arguments, got": "a call's argument count"}  # nvcc's words, g++'s (load_c), and load_cuda's TypeError
 
 
-def failure_kind(r):
-    """Why a failing answer failed: binding a name (BINDING, by the judge's message) or its status."""
+OTHER_ATTRIBUTES = "a kernel call passing other attributes"
+
+
+def call_attributes(lines):
+    """The `self.<name>` attributes a kernel call (`_k.<function>(...)`) passes, in order; None without one."""
+    try:
+        tree = ast.parse("\n".join(lines))
+    except SyntaxError:
+        return None
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+             and isinstance(n.func.value, ast.Name) and n.func.value.id == "_k"]
+    if not calls:
+        return None
+    found = [n for a in calls[0].args for n in ast.walk(a) if isinstance(n, ast.Attribute)
+             and isinstance(n.value, ast.Name) and n.value.id == "self"]
+    return [n.attr for n in sorted(found, key=lambda n: (n.lineno, n.col_offset))]
+
+
+def failure_kind(r, nearest_lines=None):
+    """Why a failing answer failed: binding a name (BINDING, by the judge's message); else, where its kernel
+    call passes other attributes than the nearest teacher solution's (or in another order), OTHER_ATTRIBUTES;
+    else its status."""
     msg = r.get("message") or ""
-    return next((why for mark, why in BINDING.items() if mark in msg), r["status"])
+    why = next((why for mark, why in BINDING.items() if mark in msg), None)
+    if why:
+        return why
+    mine = call_attributes(code_lines(r["source"]))
+    if nearest_lines is not None and mine is not None and mine != call_attributes(nearest_lines):
+        return OTHER_ATTRIBUTES
+    return r["status"]
 
 
 def main(argv=None):
@@ -116,10 +143,11 @@ def main(argv=None):
     for move, c in sorted(counts.items(), key=lambda mc: -mc[1]["answers"]):
         bad = ", ".join(f"{s} {n}" for s, n in c.most_common() if s not in ("answers", "ok"))
         md.append(f"| {move} | {c['answers']} | {len(codes[move])} | {c['ok'] / c['answers']:.0%} | {bad or '-'} |")
-    kinds = collections.Counter(failure_kind(r) for _, _, r in fails)
+    kinds = collections.Counter(failure_kind(r, lines) for _, (_, lines), r in fails)
     binding = sum(kinds[why] for why in set(BINDING.values()))
     md += ["", f"Of {len(fails)} distinct failing codes, {binding} fail on binding a name before any output is "
-           "compared: " + ", ".join(f"{why} {n}" for why, n in kinds.most_common()) + "."]
+           f"compared, {kinds[OTHER_ATTRIBUTES]} pass their kernel other attributes than the nearest teacher "
+           "solution's call (or in another order): " + ", ".join(f"{why} {n}" for why, n in kinds.most_common()) + "."]
     for task, (move, lines), r in fails[:a.diffs]:
         diff = [d for d in difflib.unified_diff(lines, code_lines(r["source"]), lineterm="", n=0)
                 if not d.startswith(("---", "+++", "@@"))]

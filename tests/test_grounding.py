@@ -60,6 +60,8 @@ def test_held_out_answers_are_counted_by_the_move_they_write(tmp_path):
     wrong = sols[other].replace("x = ", "x = -", 1)  # one line changed
     assert wrong != sols[other]
     rel = os.path.relpath(task, run)
+    called = held_out_moves.call_attributes(sols["fuse_epilogue"].splitlines())
+    assert called == ["multiplier"], called  # the generator changed: edit the calls below to fit
     rows = [dict(step=0, attempt=1, task=rel, source=sols["fuse_epilogue"], status="ok"),
             dict(step=5, attempt=1, task=rel, source=sols["fuse_epilogue"], status="ok"),
             dict(step=5, attempt=2, task=rel, source=wrong, status="incorrect", message="max abs err 2"),
@@ -67,6 +69,8 @@ def test_held_out_answers_are_counted_by_the_move_they_write(tmp_path):
             dict(step=5, attempt=4, task=rel, status="compile_error",
                  source=sols["fuse_epilogue"].replace("__restrict__ y,", "__restrict__ x,"),  # x declared twice
                  message="build failed\nbuild/kernels/a.cu(4): error: duplicate parameter name"),
+            dict(step=5, attempt=5, task=rel, status="incorrect", message="max abs err 3",  # the call copied wrong
+                 source=sols["fuse_epilogue"].replace(f"self.{called[0]},", f"self.{called[0]}_2,")),
             dict(step=0, attempt=1, task="level2/1_X.py", source="x", status="ok")]
     answers = run / "held_out_answers.jsonl"
     answers.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -78,11 +82,15 @@ def test_held_out_answers_are_counted_by_the_move_they_write(tmp_path):
     assert rows[4]["source"] != sols["fuse_epilogue"]  # the edit took
     assert held_out_moves.main([str(answers), str(again), "--diffs", "5", "--out", str(out)]) == 0
     text = out.read_text()
-    assert "| fuse_epilogue | 4 | 2 | 75% | compile_error 1 |" in text and f"| {other} | 1 | 1 | 0% | incorrect 1 |" in text, text
+    assert "| fuse_epilogue | 5 | 3 | 60% | compile_error 1, incorrect 1 |" in text, text
+    assert f"| {other} | 1 | 1 | 0% | incorrect 1 |" in text, text
     assert "| reference | 1 | 1 | 0% | incorrect 1 |" in text, text  # the task's own forward again: no move
-    assert "6 answers to generated held-out tasks, 4 distinct" in text
-    assert "Of 3 distinct failing codes, 1 fail on binding a name before any output is compared: incorrect 2, " \
-        "a name declared twice 1." in text, text  # the failure counted by the judge's message
+    assert "7 answers to generated held-out tasks, 5 distinct" in text
+    # the build failure counted by the judge's message, the wrong call by its attributes
+    assert "Of 4 distinct failing codes, 1 fail on binding a name before any output is compared, 1 pass their " \
+        "kernel other attributes than the nearest teacher solution's call (or in another order): incorrect 2, " \
+        in text, text
+    assert "a name declared twice 1" in text and "a kernel call passing other attributes 1" in text, text
     assert f"{other}, incorrect: max abs err 2" in text and "\n+" in text.split("```diff")[1]
 
 
