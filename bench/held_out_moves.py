@@ -98,8 +98,8 @@ def failure_kind(r, nearest_lines=None):
     why = next((why for mark, why in BINDING.items() if mark in msg), None)
     if why:
         return why
-    mine = call_attributes(code_lines(r["source"]))
-    if nearest_lines is not None and mine is not None and mine != call_attributes(nearest_lines):
+    mine, taught = call_attributes(code_lines(r["source"])), call_attributes(nearest_lines or [])
+    if None not in (mine, taught) and mine != taught:  # both call a kernel (a nearest 'reference' calls none)
         return OTHER_ATTRIBUTES
     return r["status"]
 

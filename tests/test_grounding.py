@@ -92,6 +92,11 @@ def test_held_out_answers_are_counted_by_the_move_they_write(tmp_path):
         in text, text
     assert "a name declared twice 1" in text and "a kernel call passing other attributes 1" in text, text
     assert f"{other}, incorrect: max abs err 2" in text and "\n+" in text.split("```diff")[1]
+    # a call is compared only with a call: nearest to the task's own forward (which calls no kernel), it is
+    # the answer's status
+    calling = dict(source="_k.epilogue(self.a)", status="incorrect")
+    assert held_out_moves.failure_kind(calling, ["x = self.fc(x)"]) == "incorrect"
+    assert held_out_moves.failure_kind(calling, ["_k.epilogue(self.b)"]) == held_out_moves.OTHER_ATTRIBUTES
 
 
 def test_move_pick_prices_launches_and_breaks_ties_by_the_ranking():
