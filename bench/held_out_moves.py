@@ -90,7 +90,7 @@ def call_attributes(lines):
     return [n.attr for n in sorted(found, key=lambda n: (n.lineno, n.col_offset))]
 
 
-def failure_kind(r, nearest_lines=None):
+def failure_kind(r, nearest_lines):
     """Why a failing answer failed: binding a name (BINDING, by the judge's message); else, where its kernel
     call passes other attributes than the nearest teacher solution's (or in another order), OTHER_ATTRIBUTES;
     else its status."""
@@ -98,7 +98,7 @@ def failure_kind(r, nearest_lines=None):
     why = next((why for mark, why in BINDING.items() if mark in msg), None)
     if why:
         return why
-    mine, taught = call_attributes(code_lines(r["source"])), call_attributes(nearest_lines or [])
+    mine, taught = call_attributes(code_lines(r["source"])), call_attributes(nearest_lines)
     if None not in (mine, taught) and mine != taught:  # both call a kernel (a nearest 'reference' calls none)
         return OTHER_ATTRIBUTES
     return r["status"]
