@@ -2,11 +2,13 @@
 answers in train_rl.py's held_out_answers.jsonl (every attempt, every measurement) or train_sft.py's
 answers-held_out.jsonl, the teacher solution of that task nearest in code (difflib over the code,
 docstrings left out) names the move, or 'reference' where the task's own program is nearer (an answer
-that restates it, rightly or not); per move: answers, distinct codes among them, the share correct and
-the failures by status (a step-0 answer that several runs' files hold, as make rl-ablation gives each
-the start's, counts once); how many distinct failing codes fail on binding a name, and how many pass
-their kernel other attributes than the teacher's call (a name copied wrong, in the kernel or in the call).
-With --diffs, each distinct failing code's lines that differ from that solution: what the policy got wrong.
+that restates it, rightly or not); per move: answers, distinct codes among them, the share correct, the
+geomean speedup of those that pass (the judge's reading in train_rl.py's files) and the failures by status
+(a step-0 answer that several runs' files hold, as make rl-ablation gives each the start's, counts once);
+how many distinct failing codes fail on binding a name, and how many pass their kernel other attributes
+than the teacher's call (a name copied wrong, in the kernel or in the call).
+With --diffs, each distinct failing code's lines that differ from that solution: what the policy got wrong
+(and where the file keeps it, the first line of the answer's analysis: what it said it would do).
 
     python bench/held_out_moves.py out/rl-*/held_out_answers.jsonl --out results/held-out-moves.md
     python bench/held_out_moves.py /tmp/dev/out/rl-start/held_out_answers.jsonl --diffs 20
@@ -21,6 +23,7 @@ import ast
 import collections
 import difflib
 import json
+import math
 import os
 import sys
 
@@ -111,6 +114,7 @@ def main(argv=None):
     p.add_argument("--out", default="", help="Markdown file to write; empty: print only")
     a = p.parse_args(argv)
     seen, counts, codes, fails = {}, collections.defaultdict(collections.Counter), collections.defaultdict(set), []
+    logs = collections.defaultdict(list)  # log speedups of a move's passing answers
     start = set()  # step-0 answers: make rl-ablation gives every run the start's, counted once
     for path in a.answers:
         with open(path) as f:
@@ -134,15 +138,20 @@ def main(argv=None):
             counts[move]["answers"] += 1
             counts[move][r["status"]] += 1
             codes[move].add(key)
+            if r["status"] == "ok" and r.get("speedup"):
+                logs[move].append(math.log(r["speedup"]))
     total = sum(c["answers"] for c in counts.values())
     md = ["# Held-out answers by the move they write", "",
           f"- command: `python bench/held_out_moves.py {' '.join(argv if argv is not None else sys.argv[1:])}`",
           f"- {total} answers to generated held-out tasks, {len(seen)} distinct (task, code); a move is the "
           "task's teacher solution nearest in code ('reference': its own forward)", "",
-          "| move | answers | distinct codes | correct | failures |", "|---|---|---|---|---|"]
+          "| move | answers | distinct codes | correct | speedup when correct (geomean) | failures |",
+          "|---|---|---|---|---|---|"]
     for move, c in sorted(counts.items(), key=lambda mc: -mc[1]["answers"]):
         bad = ", ".join(f"{s} {n}" for s, n in c.most_common() if s not in ("answers", "ok"))
-        md.append(f"| {move} | {c['answers']} | {len(codes[move])} | {c['ok'] / c['answers']:.0%} | {bad or '-'} |")
+        speed = f"{math.exp(sum(logs[move]) / len(logs[move])):.2f}x" if logs[move] else "-"
+        md.append(f"| {move} | {c['answers']} | {len(codes[move])} | {c['ok'] / c['answers']:.0%} | {speed} "
+                  f"| {bad or '-'} |")
     kinds = collections.Counter(failure_kind(r, lines) for _, (_, lines), r in fails)
     binding = sum(kinds[why] for why in set(BINDING.values()))
     md += ["", f"Of {len(fails)} distinct failing codes, {binding} fail on binding a name before any output is "
@@ -153,8 +162,9 @@ def main(argv=None):
                 if not d.startswith(("---", "+++", "@@"))]
         msg = (r.get("message") or "").splitlines() or [""]
         why = next((line.strip() for line in msg[1:] if "error" in line), msg[0])  # a build's own error line
-        md += ["", f"**{task}**, {move}, {r['status']}: {why[:140]}", "", "```diff", *diff[:12],
-               *(["..."] if len(diff) > 12 else []), "```"]
+        said = (r.get("analysis") or "").strip().split("\n")[0]  # train_rl.py keeps the answer's analysis
+        md += ["", f"**{task}**, {move}, {r['status']}: {why[:140]}", *(["", f"> {said[:200]}"] if said else []),
+               "", "```diff", *diff[:12], *(["..."] if len(diff) > 12 else []), "```"]
     cudal1.write_markdown(md, a.out)
     return 0
 

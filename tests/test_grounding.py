@@ -62,9 +62,10 @@ def test_held_out_answers_are_counted_by_the_move_they_write(tmp_path):
     rel = os.path.relpath(task, run)
     called = held_out_moves.call_attributes(sols["fuse_epilogue"].splitlines())
     assert called == ["multiplier"], called  # the generator changed: edit the calls below to fit
-    rows = [dict(step=0, attempt=1, task=rel, source=sols["fuse_epilogue"], status="ok"),
-            dict(step=5, attempt=1, task=rel, source=sols["fuse_epilogue"], status="ok"),
-            dict(step=5, attempt=2, task=rel, source=wrong, status="incorrect", message="max abs err 2"),
+    rows = [dict(step=0, attempt=1, task=rel, source=sols["fuse_epilogue"], status="ok", speedup=2.0),
+            dict(step=5, attempt=1, task=rel, source=sols["fuse_epilogue"], status="ok", speedup=1.5),
+            dict(step=5, attempt=2, task=rel, source=wrong, status="incorrect", message="max abs err 2",
+                 analysis="Negate the output.\nIt is faster."),
             dict(step=5, attempt=3, task=rel, source="\n".join(held_out_moves.restated(cudal1.read(task))), status="incorrect"),
             dict(step=5, attempt=4, task=rel, status="compile_error",
                  source=sols["fuse_epilogue"].replace("__restrict__ y,", "__restrict__ x,"),  # x declared twice
@@ -82,16 +83,18 @@ def test_held_out_answers_are_counted_by_the_move_they_write(tmp_path):
     assert rows[4]["source"] != sols["fuse_epilogue"]  # the edit took
     assert held_out_moves.main([str(answers), str(again), "--diffs", "5", "--out", str(out)]) == 0
     text = out.read_text()
-    assert "| fuse_epilogue | 5 | 3 | 60% | compile_error 1, incorrect 1 |" in text, text
-    assert f"| {other} | 1 | 1 | 0% | incorrect 1 |" in text, text
-    assert "| reference | 1 | 1 | 0% | incorrect 1 |" in text, text  # the task's own forward again: no move
+    # its passing answers' speed: 2.0x and 1.5x (stage 1's names none), their geomean
+    assert "| fuse_epilogue | 5 | 3 | 60% | 1.73x | compile_error 1, incorrect 1 |" in text, text
+    assert f"| {other} | 1 | 1 | 0% | - | incorrect 1 |" in text, text
+    assert "| reference | 1 | 1 | 0% | - | incorrect 1 |" in text, text  # the task's own forward again: no move
     assert "7 answers to generated held-out tasks, 5 distinct" in text
     # the build failure counted by the judge's message, the wrong call by its attributes
     assert "Of 4 distinct failing codes, 1 fail on binding a name before any output is compared, 1 pass their " \
         "kernel other attributes than the nearest teacher solution's call (or in another order): incorrect 2, " \
         in text, text
     assert "a name declared twice 1" in text and "a kernel call passing other attributes 1" in text, text
-    assert f"{other}, incorrect: max abs err 2" in text and "\n+" in text.split("```diff")[1]
+    assert f"{other}, incorrect: max abs err 2\n\n> Negate the output.\n\n```diff" in text, text  # what it said
+    assert "\n+" in text.split("```diff")[1]
     # a call is compared only with a call: nearest to the task's own forward (which calls no kernel), it is
     # the answer's status
     calling = dict(source="_k.epilogue(self.a)", status="incorrect")
