@@ -461,7 +461,8 @@ def held_out_eval(step):
         rows = cudal1.generate(cudal1.sampling_model(model, dtype), [prompts[t] for t in fits], 1,
                                args.max_new_tokens or cfg.block_size, temperature, args.top_k if temperature else 0,
                                args.top_p if temperature else 1.0, g, tok.end_id, bool(args.cuda_graphs)) if fits else []
-        parsed = {t: cudal1.parse_answer(tok.decode(r[0])) for t, r in zip(fits, rows)}
+        texts = {t: tok.decode(r[0]) for t, r in zip(fits, rows)}
+        parsed = {t: cudal1.parse_answer(text) for t, text in texts.items()}
         sources = {t: src for t, (src, _) in parsed.items()}
         again = {t for t, src in sources.items() if src is not None and t in known and known[t][0] is not None
                  and cudal1.same_code(src) == cudal1.same_code(known[t][0])}
@@ -470,6 +471,9 @@ def held_out_eval(step):
         records.update({t: evaluate.record("parse_error", why) for t, (src, why) in parsed.items() if src is None})
         records.update({t: evaluate.record("parse_error", "the prompt leaves no room for an answer")
                         for t in prompts if t not in parsed})
+        for t in set(records) & set(texts):  # what the answer said it would do, to read beside what it did
+            said = texts[t].split(cudal1.HEADERS[1])[0].replace(cudal1.HEADERS[0], "", 1)
+            records[t]["analysis"] = said.strip()[:600]
         return {t: known[t] if t in again else (sources.get(t), records.get(t)) for t in prompts}
 
     plain = {t: tok.encode_prompt(cudal1.plain_prompt(read(t), target)) for t in mine}
@@ -508,7 +512,7 @@ def held_out_eval(step):
         sha = task_sha(t)
         for attempt, (src, rec) in ((i, a) for i, a in enumerate(tries, 1) if a):
             answers.append(dict(task=t, attempt=attempt, source=src, task_sha=sha,
-                                **{k: rec.get(k) for k in ("status", "speedup", "err_vs_tol", "message")}))
+                                **{k: rec.get(k) for k in ("status", "speedup", "err_vs_tol", "message", "analysis")}))
     return (cudal1.held_out_scores(results, held_groups, "refined" if args.second_try == "refine" else "second try"),
             answers, unchanged if start else None)
 

@@ -694,6 +694,7 @@ def test_held_out_line_of_the_start_is_measured_once_and_reused(tmp_path):
     assert [(a["step"], a["attempt"], a["status"], a["speedup"]) for a in answers] == \
         [(0, 1, "ok", 1.5), (0, 2, "ok", 1.5), (0, 3, "ok", 1.5), (0, 4, "ok", 1.5)]
     assert "clamp_min" in answers[1]["source"]
+    assert answers[0]["analysis"] == "clamp_min(0) is ReLU without the activation dispatch."  # what it said it did
     arm = tmp_path / "arm"
     arm.mkdir()
     shutil.copy(out / "held_out.jsonl", arm / "held_out.jsonl")  # the line alone: its task code unrecorded
