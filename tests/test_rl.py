@@ -259,12 +259,12 @@ def fake_generate(model, batch, num_samples=1, max_new_tokens=512, temperature=1
     return [[tok.encode_answer(BAD if i % 2 else GOOD2 if i % 4 == 2 else GOOD) for i in range(num_samples)] for p in batch]
 
 cudal1.generate = fake_generate
-if {fake_judge!r}:  # a stand-in judge: 1.5x for anything that parsed, a second's wait per call
+if {fake_judge!r}:  # a stand-in judge: 1.5x for anything that parsed, 0.1 s of wait per call
     import time, evaluate
     def fake_judge_many(pairs, **kw):
         with open({prompts!r} + ".judge", "a") as f:  # the settings of each call
             f.write(repr({{k: kw.get(k) for k in ("screen", "overlap", "trials", "iters", "prewarm")}}) + "\\n")
-        time.sleep(1)
+        time.sleep(0.1)
         if {fake_judge!r} in ("drop", "hold"):  # GOOD 1.5x and GOOD2 1.4x in the screen; in full GOOD drops
             full = not kw.get("screen")       # to 1.2x (below GOOD2) or holds at 1.45x, GOOD2 reads 1.3x
             speed = lambda s: (1.3 if full else 1.4) if "relu()" in s else (({fake_judge!r} == "drop" and 1.2 or 1.45) if full else 1.5)
