@@ -1437,6 +1437,12 @@ def same_code(source):
     return ast.unparse(tree)
 
 
+def answer_analysis(text):
+    """An answer's performance analysis: the text before its design section, without its heading (what the
+    answer said it would do, whether or not the answer parses)."""
+    return text.split(HEADERS[1])[0].replace(HEADERS[0], "", 1).strip()
+
+
 def parse_answer(text):
     """(ModelNew source, None) for a well-formed answer, else (None, the reason it is rejected)."""
     starts = []

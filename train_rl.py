@@ -472,8 +472,7 @@ def held_out_eval(step):
         records.update({t: evaluate.record("parse_error", "the prompt leaves no room for an answer")
                         for t in prompts if t not in parsed})
         for t in set(records) & set(texts):  # what the answer said it would do, to read beside what it did
-            said = texts[t].split(cudal1.HEADERS[1])[0].replace(cudal1.HEADERS[0], "", 1)
-            records[t]["analysis"] = said.strip()[:600]
+            records[t]["analysis"] = cudal1.answer_analysis(texts[t])[:600]
         return {t: known[t] if t in again else (sources.get(t), records.get(t)) for t in prompts}
 
     plain = {t: tok.encode_prompt(cudal1.plain_prompt(read(t), target)) for t in mine}

@@ -121,7 +121,7 @@ def main(argv=None):
             rows = [json.loads(line) for line in f]
         for r in rows:
             if "text" in r and "source" not in r:  # train_sft.py's answers-held_out.jsonl: the answer's code
-                r["source"] = cudal1.parse_answer(r["text"])[0]
+                r["source"], r["analysis"] = cudal1.parse_answer(r["text"])[0], cudal1.answer_analysis(r["text"])
             if "/levelG/" not in r["task"] or not r.get("source"):
                 continue
             task = task_file(path, r["task"])
@@ -162,7 +162,7 @@ def main(argv=None):
                 if not d.startswith(("---", "+++", "@@"))]
         msg = (r.get("message") or "").splitlines() or [""]
         why = next((line.strip() for line in msg[1:] if "error" in line), msg[0])  # a build's own error line
-        said = (r.get("analysis") or "").strip().split("\n")[0]  # train_rl.py keeps the answer's analysis
+        said = (r.get("analysis") or "").strip().split("\n")[0]  # what the answer said it would do
         md += ["", f"**{task}**, {move}, {r['status']}: {why[:140]}", *(["", f"> {said[:200]}"] if said else []),
                "", "```diff", *diff[:12], *(["..."] if len(diff) > 12 else []), "```"]
     cudal1.write_markdown(md, a.out)

@@ -317,6 +317,9 @@ def test_format_and_parse_answer():
     assert reason is None and "class ModelNew" in source and "clamp_min" in source
     assert '"""' not in source  # the docstring moved to the analysis section
     assert answer.index("ReLU as clamp_min") < answer.index(cudal1.HEADERS[1]) < answer.index("PyTorch-level")
+    said = cudal1.answer_analysis(answer)  # the analysis alone, also of an answer cut short before its code
+    assert said.startswith("ReLU as clamp_min") and cudal1.HEADERS[0] not in said and "PyTorch-level" not in said
+    assert cudal1.answer_analysis(answer[:answer.index(cudal1.HEADERS[1])]) == said
     with pytest.raises(ValueError, match="docstring"):
         cudal1.format_answer("import torch\nclass ModelNew: pass\n")
     cuda = 'import cudal1\nsrc = "__global__ void relu_kernel(float* x) {}"\nk = cudal1.load_kernel(src, "cuda")'
