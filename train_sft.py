@@ -600,8 +600,8 @@ def encode_shown(pairs):
 
 
 plain = examples if args.every_move else fastest_plain(examples, move_speeds)
+taught = Counter(move_of(name) for e in plain if (name := cudal1.solution_name(e["path"])).startswith("levelG/"))
 if len(plain) < len(examples):
-    taught = Counter(move_of(name) for e in plain if (name := cudal1.solution_name(e["path"])).startswith("levelG/"))
     ranked = sorted(move_speeds, key=move_speeds.get, reverse=True)
     multi = Counter(e["task"] for e in gen_examples)
     unpriced = {e["task"] for e in gen_examples if multi[e["task"]] > 1 and e.get("cost") is None}
@@ -1065,6 +1065,7 @@ def write_report(path, copy=""):
     steps1, stage1_s, tok_s, mfu = (stage1[key] for key in ("steps", "seconds", "tokens_per_s", "mfu_percent"))
     summary = dict(command="python " + " ".join(sys.argv), env=env, world=world, dtype=str(dtype), settings=vars(args),
                    params=raw_model.num_params(), tokens_per_solution=n_tok, solutions=len(examples), plain_pairs=len(plain),
+                   plain_moves=dict(taught.most_common()),  # generated tasks' plain pairs by the move they teach
                    solution_files=[e["path"] for e in examples], sample_tasks=sample_tasks,  # what it trained on
                    generated_tasks=gen_tasks, contrastive_pairs=len(cpairs), reference_pairs=len(rpairs),
                    solution_pairs=len(spairs),

@@ -234,6 +234,12 @@ def test_a_generated_tasks_plain_pair_is_its_move_of_fewest_kernels(tmp_path):
     assert "fold_scale_into_weights 0 (1.10x)" in taught["ranking"] and "(--plain-pick ranking)" in taught["ranking"]
     assert "fold_scale_into_weights 1 (1.10x)" in taught["kernels"], taught
     assert "(--plain-pick kernels: 1 of 1 tasks with two moves or more priced)" in taught["kernels"], taught
+    # the report keeps the split too: the generated tasks' plain pairs by the move they teach
+    reports = {pick: json.load(open(tmp_path / pick / "report.json")) for pick in taught}
+    moves = {pick: r["plain_moves"] for pick, r in reports.items()}
+    assert moves["kernels"]["fold_scale_into_weights"] == 1 and "fold_scale_into_weights" not in moves["ranking"]
+    solved = len(reports["kernels"]["generated_tasks"])  # one plain pair per generated task with a solution here
+    assert sum(moves["kernels"].values()) == sum(moves["ranking"].values()) == solved >= 2, moves
 
 
 def test_reference_pairs_teach_the_opening_prompt_of_a_fresh_task(tmp_path):
