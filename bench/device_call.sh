@@ -104,11 +104,12 @@ print(','.join(s for _, s in best.values()))")
           timeout "${BUDGET:-540}" make -s rl-ablation GPU=h200 SEEDS="${SEEDS:-1}" ABLATION_MINUTES="${ABLATION_MINUTES:-1.5}" 2>&1 | tail -30 ;;
     seed-line)  # issue 14: stage 1 at the GPU recipe with --seed SEED (and SFT_FLAGS), then its greedy line on
                 # HELD (128) held-out generated tasks and the 20 level-2 ones -> results/curriculum-CARD-SFT_TAG-sSEED.md,
-                # out/hHELD-sSEED (~400 s on an H100; 128 tasks: a 95% band of about +-7% on one build's geomean)
-          s=${SEED:-1}; mkdir -p build
-          python3 train_sft.py --out out/sft-s$s --rounds 0 --held-out-tasks 0 --log-every 500 --seed $s ${SFT_FLAGS:-} \
-            --report "results/curriculum-$CARD-${SFT_TAG:-stage1}-s$s" > build/sft-s$s.log 2>&1; tail -3 build/sft-s$s.log
-          python3 train_rl.py --init out/sft-s$s --out out/h${HELD:-128}-s$s --steps 0 --held-out-tasks "${HELD:-128}" \
+                # out/hHELD-SFT_TAG-sSEED (~400 s on an H100; 128 tasks: a 95% band of about +-7% on one build's geomean);
+                # the folders carry SFT_TAG, so two recipes of one seed on one machine never share (or resume) one
+          s=${SEED:-1}; t=${SFT_TAG:-stage1}; mkdir -p build
+          python3 train_sft.py --out out/sft-$t-s$s --rounds 0 --held-out-tasks 0 --log-every 500 --seed $s ${SFT_FLAGS:-} \
+            --report "results/curriculum-$CARD-$t-s$s" > build/sft-$t-s$s.log 2>&1; tail -3 build/sft-$t-s$s.log
+          python3 train_rl.py --init out/sft-$t-s$s --out out/h${HELD:-128}-$t-s$s --steps 0 --held-out-tasks "${HELD:-128}" \
             --resample "${RESAMPLE:-0}" --second-try 0 2>&1 | tail -1 ;;
     ablation-arms)  # issue 15 over calls: out/sft from carried/sft (uncarry) or else stage 1 (the GPU default,
                     # --fill-tokens 90000 since 2026-12-06: the checkpoint every stage-3 result since 2026-12-05
