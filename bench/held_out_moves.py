@@ -22,9 +22,11 @@ import argparse
 import ast
 import collections
 import difflib
+import functools
 import json
 import math
 import os
+import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -60,14 +62,59 @@ def restated(task_source):
     return imports + ["", "", "class ModelNew(Model):"] + lines[forward.lineno - 1:forward.end_lineno]
 
 
+@functools.lru_cache(maxsize=None)
+def solutions(task_path):
+    """{move: source} of the task's teacher solutions, made in memory and never written."""
+    return dict(teacher.solutions(cudal1.read(task_path), gen.read_meta(task_path)))
+
+
 def nearest(task_path, source):
     """(move, its code lines) nearest to `source` among its task's teacher solutions and 'reference', the
     task's own forward (an answer that restates it, rightly or not, applies no move)."""
-    task = cudal1.read(task_path)
     mine = code_lines(source)
-    sols = teacher.solutions(task, gen.read_meta(task_path))
-    named = [("reference", restated(task))] + [(m, code_lines(s)) for m, s in sols]
+    named = [("reference", restated(cudal1.read(task_path)))]
+    named += [(m, code_lines(s)) for m, s in solutions(task_path).items()]
     return max(named, key=lambda ms: difflib.SequenceMatcher(None, ms[1], mine, autojunk=False).ratio())
+
+
+def expressions(analysis):
+    """The code an analysis names: its `...` spans, and the list after "of the chain:" (drop_noop's
+    phrasing) split at its top-level commas."""
+    text = " ".join(analysis.split())
+    found = re.findall(r"`([^`]+)`", text)
+    chain = re.search(r"of the chain: (.+?)\.(?: |$)", text)
+    if chain:
+        depth, part = 0, ""
+        for ch in chain.group(1) + ",":
+            depth += (ch in "([") - (ch in ")]")
+            if ch == "," and depth == 0:
+                found.append(part.strip())
+                part = ""
+            else:
+                part += ch
+    return {e for e in found if e}
+
+
+STATEMENTS = ("an opening the teacher never writes", "a move the task does not admit",
+              "an admitted move; the code writes another",
+              "the move written; it names code the teacher's analysis does not",
+              "the move written, naming what the teacher's analysis names (or nothing)")
+
+
+def statement(task_path, analysis, written):
+    """What an answer's analysis says (teacher.stated_move), beside what its code writes (`written`, the
+    nearest move): one of STATEMENTS. An analysis that names the move its code writes can still name
+    the wrong op, say a Sum where the no-op is the LogSumExp over a size-1 dim: code it names that the
+    teacher's analysis of that move does not."""
+    said, sols = teacher.stated_move(analysis), solutions(task_path)
+    if said is None:
+        return STATEMENTS[0]
+    if said not in sols:
+        return STATEMENTS[1]
+    if said != written:
+        return STATEMENTS[2]
+    doc = " ".join(ast.get_docstring(ast.parse(sols[said])).split())
+    return STATEMENTS[3] if any(e not in doc for e in expressions(analysis)) else STATEMENTS[4]
 
 
 BINDING = {"duplicate parameter name": "a name declared twice", "redefinition of": "a name declared twice",
@@ -116,6 +163,8 @@ def main(argv=None):
     seen, counts, codes, fails = {}, collections.defaultdict(collections.Counter), collections.defaultdict(set), []
     logs = collections.defaultdict(list)  # log speedups of a move's passing answers
     start = set()  # step-0 answers: make rl-ablation gives every run the start's, counted once
+    said = collections.Counter()  # (statement, correct) of answers whose analysis was kept
+    unadmitted = collections.Counter()  # moves stated where the task admits none such
     for path in a.answers:
         with open(path) as f:
             rows = [json.loads(line) for line in f]
@@ -140,6 +189,10 @@ def main(argv=None):
             codes[move].add(key)
             if r["status"] == "ok" and r.get("speedup"):
                 logs[move].append(math.log(r["speedup"]))
+            if r.get("analysis"):
+                what = statement(task, r["analysis"], move)
+                said[what, r["status"] == "ok"] += 1
+                unadmitted[teacher.stated_move(r["analysis"])] += what == STATEMENTS[1]
     total = sum(c["answers"] for c in counts.values())
     md = ["# Held-out answers by the move they write", "",
           f"- command: `python bench/held_out_moves.py {' '.join(argv if argv is not None else sys.argv[1:])}`",
@@ -157,6 +210,17 @@ def main(argv=None):
     md += ["", f"Of {len(fails)} distinct failing codes, {binding} fail on binding a name before any output is "
            f"compared, {kinds[OTHER_ATTRIBUTES]} pass their kernel other attributes than the nearest teacher "
            "solution's call (or in another order): " + ", ".join(f"{why} {n}" for why, n in kinds.most_common()) + "."]
+    if said:
+        md += ["", "## What the analyses say", "",
+               "The move an answer's analysis opens with (teacher.stated_move), beside the move its code writes; where "
+               "they agree, whether the code it names (in backticks, or the no-ops it lists) is what the teacher's "
+               "analysis of that move names.", "", "| the analysis states | answers | correct |", "|---|---|---|"]
+        for what in STATEMENTS:
+            n = said[what, True] + said[what, False]
+            if n:
+                md.append(f"| {what} | {n} | {said[what, True] / n:.0%} |")
+        stated = ", ".join(f"{m} {n}" for m, n in unadmitted.most_common() if n)
+        md += ["", f"Moves stated where the task admits no such move: {stated or 'none'}."]
     for task, (move, lines), r in fails[:a.diffs]:
         diff = [d for d in difflib.unified_diff(lines, code_lines(r["source"]), lineterm="", n=0)
                 if not d.startswith(("---", "+++", "@@"))]

@@ -828,6 +828,31 @@ def _pick(rng, *options):
     return rng.choice(options)
 
 
+# The first sentence of each move's analysis, in every phrasing _pick chooses among (below): how a reader of
+# an answer tells which move it says it makes (stated_move). A phrasing changed below must change here too;
+# tests/test_teacher.py holds every solution's docstring to its own move.
+HEAD = r"[\w ]+"  # a HEAD_NAME
+OPENINGS = {
+    "drop_noop": r"Leave out (an op|\d+ ops) that cannot change any value\.|Drop the no-ops? of the chain: ",
+    "constant_output": r"The output does not depend on the input: |Everything up to `.+?` is dead work: ",
+    "reduce_first": r"Reduce first, then apply |Swap an elementwise op and the reduction after it",
+    "merge_affine": r"Merge consecutive affine ops |Compose the chain's affine ops ",
+    "fold_scale_into_weights": rf"Fold .+? into the {HEAD}'s weight( and bias)?\.|Scale the {HEAD}'s weight instead ",
+    "fold_bias": rf"Fold .+? into the {HEAD}'s bias\.|Let the {HEAD}'s bias do the adds ",
+    "fold_reduction": rf"Fold `.+?` into the {HEAD}: compute one output channel"
+                      rf"|Sum the {HEAD}'s weight over its output",
+    "fuse_epilogue": rf"Fuse the \d+ ops( after the {HEAD})? into one (CUDA kernel|C\+\+ loop)\."
+                     r"|One generated (kernel|C\+\+ loop) for the whole ",
+}
+
+
+def stated_move(analysis):
+    """The move whose opening sentence (OPENINGS) begins `analysis` (an answer's, or a solution's
+    docstring), or None: what an answer says it will do, whatever its code then does."""
+    text = " ".join(analysis.split())
+    return next((move for move, opening in OPENINGS.items() if re.match(opening, text)), None)
+
+
 def _passes(n):
     return {1: "one full pass", 2: "two full passes", 3: "three full passes"}.get(n, f"{n} full passes")
 

@@ -1,5 +1,6 @@
 """The bench/ analyses of answers and moves: grounding.py (which attributes an answer reads that its task does
 not define), held_out_moves.py (the move each held-out answer writes) and move_pick.py (a move by a cost model)."""
+import ast
 import os
 import sys
 
@@ -43,6 +44,16 @@ def test_a_task_is_read_from_the_run_that_holds_the_answers(tmp_path, monkeypatc
     assert grounding.task_file(str(answers), "kernelbench/none.py") == "kernelbench/none.py"
 
 
+OPENINGS = {  # one phrasing of each move's first sentence (teacher.OPENINGS reads both)
+    "drop_noop": "Drop the no-op of the chain: x.", "reduce_first": "Reduce first, then apply the op to the result.",
+    "constant_output": "The output does not depend on the input: make it without reading it.",
+    "merge_affine": "Merge consecutive affine ops into one multiply-add.",
+    "fold_scale_into_weights": "Scale the Linear's weight instead of its output.",
+    "fold_bias": "Let the Linear's bias do the adds that follow it.",
+    "fold_reduction": "Sum the Linear's weight over its output channels instead of summing its output.",
+    "fuse_epilogue": "One generated kernel for the whole chain: 2 ops, one pass."}
+
+
 def test_held_out_answers_are_counted_by_the_move_they_write(tmp_path):
     # bench/held_out_moves.py: a held-out task's fused answer (its teacher's, passing, at two steps: one
     # distinct code; its step-0 copy in a second run's file not counted again), a fused one failing to build on
@@ -61,16 +72,20 @@ def test_held_out_answers_are_counted_by_the_move_they_write(tmp_path):
     assert wrong != sols[other]
     rel = os.path.relpath(task, run)
     called = held_out_moves.call_attributes(sols["fuse_epilogue"].splitlines())
+    doc = lambda move: ast.get_docstring(ast.parse(sols[move]))
+    absent = next(m for m in OPENINGS if m not in sols)  # a move this task does not admit
     assert called == ["multiplier"], called  # the generator changed: edit the calls below to fit
     rows = [dict(step=0, attempt=1, task=rel, source=sols["fuse_epilogue"], status="ok", speedup=2.0),
             dict(step=5, attempt=1, task=rel, source=sols["fuse_epilogue"], status="ok", speedup=1.5),
             dict(step=5, attempt=2, task=rel, source=wrong, status="incorrect", message="max abs err 2",
                  analysis="Negate the output.\nIt is faster."),
-            dict(step=5, attempt=3, task=rel, source="\n".join(held_out_moves.restated(cudal1.read(task))), status="incorrect"),
-            dict(step=5, attempt=4, task=rel, status="compile_error",
+            dict(step=5, attempt=3, task=rel, source="\n".join(held_out_moves.restated(cudal1.read(task))),
+                 status="incorrect", analysis=doc(other)),  # says `other`, writes the task's forward again
+            dict(step=5, attempt=4, task=rel, status="compile_error", analysis=OPENINGS[absent],
                  source=sols["fuse_epilogue"].replace("__restrict__ y,", "__restrict__ x,"),  # x declared twice
                  message="build failed\nbuild/kernels/a.cu(4): error: duplicate parameter name"),
             dict(step=5, attempt=5, task=rel, status="incorrect", message="max abs err 3",  # the call copied wrong
+                 analysis=doc("fuse_epilogue") + " It reads `self.nowhere`.",  # and names code the teacher does not
                  source=sols["fuse_epilogue"].replace(f"self.{called[0]},", f"self.{called[0]}_2,")),
             dict(step=0, attempt=1, task="level2/1_X.py", source="x", status="ok")]
     answers = run / "held_out_answers.jsonl"
@@ -95,6 +110,15 @@ def test_held_out_answers_are_counted_by_the_move_they_write(tmp_path):
     assert "a name declared twice 1" in text and "a kernel call passing other attributes 1" in text, text
     assert f"{other}, incorrect: max abs err 2\n\n> Negate the output.\n\n```diff" in text, text  # what it said
     assert "\n+" in text.split("```diff")[1]
+    # what the analyses say: stage 1's answer (its teacher's own docstring) and the four others, each its own row
+    for what, correct in (("a move the task does not admit", "0%"), ("an opening the teacher never writes", "0%"),
+                          ("an admitted move; the code writes another", "0%"),
+                          ("the move written; it names code the teacher's analysis does not", "0%"),
+                          ("the move written, naming what the teacher's analysis names (or nothing)", "100%")):
+        assert f"| {what} | 1 | {correct} |" in text, (what, text)
+    assert f"Moves stated where the task admits no such move: {absent} 1." in text, text
+    assert held_out_moves.expressions("Drop the no-ops of the chain: x.max(dim=1, keepdim=True), self.d(x). "
+                                      "`x * 2` is a no-op.") == {"x.max(dim=1, keepdim=True)", "self.d(x)", "x * 2"}
     # a call is compared only with a call: nearest to the task's own forward (which calls no kernel), it is
     # the answer's status
     calling = dict(source="_k.epilogue(self.a)", status="incorrect")

@@ -2,6 +2,7 @@
 fused epilogue as a C++ loop, cudal1.load_c), every fused solution's CUDA source compiles for sm_90
 and its Python side packs the kernel's arguments right, the teacher is deterministic, and each solution applies its one move and leaves every other
 op of the chain as it was; each move is priced by the kernels it launches."""
+import ast
 import collections
 import hashlib
 import os
@@ -264,6 +265,23 @@ def test_each_teacher_solution_shows_its_own_move_and_no_other():
             seen.add(move)
     assert seen == set(mark)
     assert cudal1.moves_shown("def folded(self): ...\n_k = cudal1.load_cuda(SRC)\n") == {"fold", "fuse_epilogue"}
+
+
+def test_an_analysis_names_the_move_it_opens_with():
+    # teacher.stated_move reads each solution's docstring back to its own move, in both phrasings _pick
+    # chooses among, at GPU sizes (CUDA kernels) and CPU ones (C++ loops); other prose states none
+    openings = collections.defaultdict(set)
+    for size in ("gpu", "cpu"):
+        for seed in range(150):
+            name, source, meta = gen.generate(seed, size)
+            for move, sol in teacher.solutions(source, meta):
+                doc = ast.get_docstring(ast.parse(sol))
+                assert teacher.stated_move(doc) == move, (name, move, doc[:120])
+                openings[move].add(doc.split()[0])
+    assert set(openings) == set(teacher.MOVES)
+    assert all(len(words) == 2 for words in openings.values()), openings  # each phrasing's first word seen
+    assert teacher.stated_move("Make it faster: fewer kernels.") is None
+    assert teacher.stated_move("Fold `x * self.s` into the Linear's weight and bias.") == "fold_scale_into_weights"
 
 
 def test_a_task_written_before_spellings_is_still_read():
