@@ -610,7 +610,11 @@ def torch_repeat(plain, k):
     k times over: more practice at the move that restates the task's forward with one op dropped, moved
     or folded. At the GPU default the policy's greedy held-out answers of those moves passed 0-62% by
     move, its fused epilogues 82-91%; 1 in 5 training tasks admits only such moves, 1 in 3 held-out ones
-    (results/curriculum-h100-g120000-kernels-seeds.md)."""
+    (results/curriculum-h100-g120000-kernels-seeds.md). At k=3 (48% of the plain pairs such, not 24%;
+    three seeds, 128 held-out tasks, one H100) it trades one skill for the other: the torch-only tasks
+    pass 55-74% (the default 33-64%), the fused-admitting ones 50-63% (67-79%), 52-62% correct overall
+    against 63-68%, 1.17-1.31x against 1.23-1.28x (results/curriculum-h100-g120000-torch3-seeds.md): off
+    by default, a knob for a longer stage 1."""
     torch_level = [e for e in plain if cudal1.solution_name(e["path"]).startswith("levelG/")
                    and cudal1.solution_kind(e["code"]) == "pytorch"]
     return plain + torch_level * (k - 1)

@@ -14,7 +14,7 @@ STAMP=$(date +%m%d-%H%M)  # in the names of results a step writes afresh, so a s
 # results/, logs and out/ (no weights; out/*/generated, 274 MB at --generated 20000, the same seeds write
 # again anywhere) packed into $OUT: at the end, and after each RL arm, so a call cut off by its time
 # limit (whose $OUT still comes back) keeps every arm it finished
-pack() { tar czf "$OUT/results${TAG:-}.tgz" --exclude='*.safetensors' --exclude='out/*/generated' results build/logs build/sft.log out 2>/dev/null; }
+pack() { tar czf "$OUT/results${TAG:-}.tgz" --exclude='*.safetensors' --exclude='out/*/generated' results build/logs build/sft*.log out 2>/dev/null; }
 # out/sft from carried/sft (a run with carry=["carried/sft","carried/rl-start"]) unless out/sft/.complete: a
 # checkpoint unpacked whole, or a stage 1 that wrote its report (its last act), so one cut off by a call's
 # end is not taken for a finished one

@@ -8,7 +8,9 @@ geomean speedup of those that pass (the judge's reading in train_rl.py's files) 
 how many distinct failing codes fail on binding a name, and how many pass their kernel other attributes
 than the teacher's call (a name copied wrong, in the kernel or in the call).
 With --diffs, each distinct failing code's lines that differ from that solution: what the policy got wrong
-(and where the file keeps it, the first line of the answer's analysis: what it said it would do).
+(and where the file keeps it, the first line of the answer's analysis: what it said it would do). Where
+analyses are kept, a second table: the move each one states (teacher.stated_move) beside the move written,
+and whether the code it names is what the teacher's analysis names (`statement`).
 
     python bench/held_out_moves.py out/rl-*/held_out_answers.jsonl --out results/held-out-moves.md
     python bench/held_out_moves.py /tmp/dev/out/rl-start/held_out_answers.jsonl --diffs 20
