@@ -23,7 +23,8 @@ plain and for contrastive prompts.
 
 --generated N (the GPU default: 60000, the CPU's 8000) adds N generated training-split
 tasks (kernelbench/generate.py) with the teacher solutions that run here (kernelbench/teacher.py),
-written to <out>/generated: each task's fastest move makes its plain pair (fastest_plain: the fewest
+written to <out>/generated (or --generated-dir, which a later build of the same data reads back
+instead of building it again): each task's fastest move makes its plain pair (fastest_plain: the fewest
 kernels launched, a tie to the move the judge's records rank faster; --every-move: every move), the
 others answer contrastive pairs; each stage-2 round samples --generated-sample of them too. At the
 end it judges greedy and sampled answers to --held-out-tasks held-out generated tasks (and, on a GPU,
@@ -40,17 +41,19 @@ Everything goes to --out (out/sft): the checkpoint (model.safetensors, config.js
 settings, optimizer.safetensors), stage2.jsonl (one line of rates and speedups per round),
 selftrain.jsonl (the answers kept), judge/round<r>-rank<k>.jsonl (the judge's records) and
 report.md/.json (the summary; --report writes a copy elsewhere, e.g. results/); with --generated also
-generated/ (tasks/levelG, solutions/levelG, held_out/levelG) and held_out.json. Run the same command
+generated/ (tasks/levelG, solutions/levelG, examples.pkl; held_out/levelG) and held_out.json. Run the same command
 again to resume: stage 1 from its last save, stage 2 after its last finished round; a finished run
 takes more rounds with a larger --rounds.
 """
 
 import argparse
 import glob
+import hashlib
 import itertools
 import json
 import math
 import os
+import pickle
 import random
 import statistics
 import sys
@@ -93,6 +96,9 @@ parser.add_argument("--solution-pairs", type=int, default=-1, help="contrastive 
                     "where one is left, else any) (solution_pairs); 0: none; -1: device default (GPU 10000, CPU 0)")
 parser.add_argument("--every-move", action="store_true", help="plain pairs for every teacher move of a generated "
                     "task; default: only its fastest move's (fastest_plain), the others still answer contrastive pairs")
+parser.add_argument("--generated-dir", default="", help="where the generated tasks and their teacher solutions "
+                    "go; empty: <out>/generated. One that holds them for the same tasks, device and code is read "
+                    "again, not rebuilt (generated_examples): builds of several seeds can share one")
 parser.add_argument("--torch-repeat", type=int, default=1, help="each plain pair of a generated task whose answer "
                     "is a PyTorch-level move (no kernel) appears this many times in stage 1's data (torch_repeat)")
 parser.add_argument("--plain-pick", default="kernels", choices=("kernels", "ranking"), help="a generated task's "
@@ -311,6 +317,33 @@ def pool_map(fn, items, chunk=500):
         return [x for part in pool.imap(fn, chunks) for x in part]
 
 
+def generated_examples(n, out_dir):
+    """load_generated's (examples, tasks), read back from out_dir/examples.pkl where an earlier run wrote
+    them for the same tasks, sizes, kinds, pricing and prompt device, by the same code (the generator, the
+    teacher, the answer format, this file), else built and kept there. Building costs ~9 ms of CPU a task
+    (300 GPU-sized tasks on one core here: generator 0.2 ms, teacher 0.6, answers 0.4, pricing the moves
+    7.7, teacher.kernel_counts), ~70 s on 16 cores for --generated 120000: a build of another seed or
+    training setting need not pay it again."""
+    code = hashlib.sha256()
+    for f in (cudal1.__file__, os.path.join(cudal1.ROOT, "kernelbench", "generate.py"),
+              os.path.join(cudal1.ROOT, "kernelbench", "teacher.py"), os.path.abspath(__file__)):
+        code.update(open(f, "rb").read())
+    key = dict(n=n, sizes=gen_size, kinds=args.kinds, priced=price_moves, target=target, code=code.hexdigest())
+    kept = os.path.join(out_dir, "examples.pkl")
+    if os.path.exists(kept):
+        with open(kept, "rb") as f:  # a file this script wrote
+            saved = pickle.load(f)
+        if saved["key"] == key:
+            say(f"generated data read again from {kept} (same tasks, device and code)")
+            return saved["examples"], saved["tasks"]
+    examples, tasks = load_generated(n, out_dir)
+    if master:  # whole or not at all: a run cut off while writing leaves no file that looks complete
+        with open(kept + ".tmp", "wb") as f:
+            pickle.dump(dict(key=key, examples=examples, tasks=tasks), f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(kept + ".tmp", kept)
+    return examples, tasks
+
+
 def load_generated(n, out_dir):
     """(examples, tasks): the first n generated training-split tasks (seeds 0, 1, ..., sizes for this
     device, the tasks gen.tasks(0, n, split="train") draws) and the teacher's solutions of each that
@@ -486,16 +519,18 @@ def code_key(task, source):
 
 
 # ---- data
+t_data = time.time()
 examples = load_examples(args.kernels, args.tasks)
 speedups = evaluate.measured_speedups(args.speedups)
 # a generated task's moves are priced (~10 ms a task, in load_generated's workers) only where a ranking of moves
 # exists to pick with (fastest_plain): the CPU's records judge no teacher move, so each of its moves makes a pair
 price_moves = args.plain_pick == "kernels" and not args.every_move and bool(move_speed(speedups or {}))
 gen_examples, gen_tasks = [], []  # --generated: generated tasks' teacher solutions, and those tasks
+gen_dir = args.generated_dir or os.path.join(args.out, "generated")
 if args.generated:
-    gen_examples, gen_tasks = load_generated(args.generated, os.path.join(args.out, "generated"))
+    gen_examples, gen_tasks = generated_examples(args.generated, gen_dir)
     say(f"{args.generated} generated training tasks ({gen_size} sizes): {len(gen_tasks)} with a teacher solution that "
-        f"runs here, {len(gen_examples)} solutions, in {os.path.join(args.out, 'generated')}")
+        f"runs here, {len(gen_examples)} solutions, in {gen_dir} ({time.time() - t_data:.0f} s)")
 if not examples + gen_examples:
     raise SystemExit(f"no solutions with a matching task under {args.kernels} (tasks from {args.tasks})")
 if args.sample_tasks == "all":
@@ -654,6 +689,8 @@ say(f"{len(plain)} plain pairs ({n_plain} fit) + {len(shown_pairs)} contrastive 
     f"answer tokens per solution {n_tok:.0f} ({n_bytes:.0f} bytes, {n_bytes / n_tok:.2f} bytes/token, vocab {tok.vocab_size}); "
     f"model {raw_model.num_params() / 1e6:.2f}M params on {device} ({dtype}), {world} rank(s)")
 data = by_length(data)
+data_seconds = round(time.time() - t_data, 1)  # examples, tokenizer, encoding: everything before the first step
+say(f"data ready in {data_seconds:.0f} s")
 
 # ---- optimizer
 optimizer = cudal1.adamw(raw_model, args.lr, args.weight_decay, device)
@@ -1092,7 +1129,7 @@ def write_report(path, copy=""):
                    plain_moves=dict(taught.most_common()),  # generated tasks' plain pairs by the move they teach
                    solution_files=[e["path"] for e in examples], sample_tasks=sample_tasks,  # what it trained on
                    generated_tasks=gen_tasks, contrastive_pairs=len(cpairs), reference_pairs=len(rpairs),
-                   solution_pairs=len(spairs),
+                   solution_pairs=len(spairs), data_seconds=data_seconds,
                    stage2=rounds, held_out=held,
                    stage1=stage1)
     sp = lambda v: "-" if v is None else f"{v:.2f}x"
@@ -1120,7 +1157,7 @@ def write_report(path, copy=""):
     if held:
         lines += ["", "## Held-out evaluation (plain prompts; cudal1.held_out: no training input touches these tasks)",
                   "", *[f"- {line.strip()}" for line in held_out_lines(held)]]
-    generated = os.path.join(args.out, "generated", "")
+    generated = os.path.join(gen_dir, "")
     library = [f for f in summary["solution_files"] if not f.startswith(generated)]
     short = dict(summary, solution_files=library, generated_solution_files=len(examples) - len(library),
                  generated_tasks=len(gen_tasks))

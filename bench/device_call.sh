@@ -105,10 +105,13 @@ print(','.join(s for _, s in best.values()))")
     seed-line)  # issue 14: stage 1 at the GPU recipe with --seed SEED (and SFT_FLAGS), then its greedy line on
                 # HELD (128) held-out generated tasks and the 20 level-2 ones -> results/curriculum-CARD-SFT_TAG-sSEED.md,
                 # out/hHELD-SFT_TAG-sSEED (~400 s on an H100; 128 tasks: a 95% band of about +-7% on one build's geomean);
-                # the folders carry SFT_TAG, so two recipes of one seed on one machine never share (or resume) one
+                # the folders carry SFT_TAG, so two recipes of one seed on one machine never share (or resume) one;
+                # the generated data is shared (train_sft --generated-dir): a later build on a warm machine reads it
           s=${SEED:-1}; t=${SFT_TAG:-stage1}; mkdir -p build
-          python3 train_sft.py --out out/sft-$t-s$s --rounds 0 --held-out-tasks 0 --log-every 500 --seed $s ${SFT_FLAGS:-} \
-            --report "results/curriculum-$CARD-$t-s$s" > build/sft-$t-s$s.log 2>&1; tail -3 build/sft-$t-s$s.log
+          python3 train_sft.py --out out/sft-$t-s$s --rounds 0 --held-out-tasks 0 --log-every 500 --seed $s \
+            --generated-dir out/shared/generated ${SFT_FLAGS:-} \
+            --report "results/curriculum-$CARD-$t-s$s" > build/sft-$t-s$s.log 2>&1
+          grep -h "read again\|data ready" build/sft-$t-s$s.log; tail -3 build/sft-$t-s$s.log
           python3 train_rl.py --init out/sft-$t-s$s --out out/h${HELD:-128}-$t-s$s --steps 0 --held-out-tasks "${HELD:-128}" \
             --resample "${RESAMPLE:-0}" --second-try 0 2>&1 | tail -1 ;;
     ablation-arms)  # issue 15 over calls: out/sft from carried/sft (uncarry) or else stage 1 (the GPU default,

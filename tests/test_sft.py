@@ -249,6 +249,25 @@ def test_a_generated_tasks_plain_pair_is_its_move_of_fewest_kernels(tmp_path):
     assert f"{1 + 3 * solved} plain pairs (" in p.stdout, p.stdout
 
 
+def test_a_shared_generated_dir_is_read_again_only_for_the_same_data(tmp_path):
+    # --generated-dir: a second build (another --out, another seed) reads the first's generated examples back;
+    # other kinds of solution make other data, so they are built afresh
+    cmd = generated_run(tmp_path, "", 3) + ["--generated-dir", str(tmp_path / "shared")]
+    runs = {}
+    for name, extra in (("first", []), ("again", ["--seed", "7"]), ("kinds", ["--kinds", "pytorch,cpp"])):
+        p = subprocess.run(cmd + ["--out", str(tmp_path / name)] + extra, cwd=ROOT, capture_output=True, text=True,
+                           timeout=120)
+        assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+        runs[name] = p.stdout
+    assert "read again" not in runs["first"] and "read again" in runs["again"], runs["again"]
+    assert "read again" not in runs["kinds"], runs["kinds"]
+    pairs = {name: out.split("plain pairs (")[0].rsplit("\n", 1)[-1] for name, out in runs.items()}
+    assert pairs["first"] == pairs["again"], pairs
+    assert os.path.isdir(tmp_path / "shared" / "tasks" / "levelG") and not os.path.exists(tmp_path / "again" / "generated")
+    assert "data ready in" in runs["again"]
+    assert json.load(open(tmp_path / "again" / "report.json"))["data_seconds"] >= 0
+
+
 def test_reference_pairs_teach_the_opening_prompt_of_a_fresh_task(tmp_path):
     # --reference-pairs: one contrastive pair per generated task, showing its reference alone at
     # 1.00x, answered by a teacher solution no record measured, of a move the records call fast
