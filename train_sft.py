@@ -41,7 +41,7 @@ Everything goes to --out (out/sft): the checkpoint (model.safetensors, config.js
 settings, optimizer.safetensors), stage2.jsonl (one line of rates and speedups per round),
 selftrain.jsonl (the answers kept), judge/round<r>-rank<k>.jsonl (the judge's records) and
 report.md/.json (the summary; --report writes a copy elsewhere, e.g. results/); with --generated also
-generated/ (tasks/levelG, solutions/levelG, examples.pkl; held_out/levelG) and held_out.json. Run the same command
+generated/ (tasks/levelG, solutions/levelG, held_out/levelG) and held_out.json. Run the same command
 again to resume: stage 1 from its last save, stage 2 after its last finished round; a finished run
 takes more rounds with a larger --rounds.
 """
@@ -97,8 +97,9 @@ parser.add_argument("--solution-pairs", type=int, default=-1, help="contrastive 
 parser.add_argument("--every-move", action="store_true", help="plain pairs for every teacher move of a generated "
                     "task; default: only its fastest move's (fastest_plain), the others still answer contrastive pairs")
 parser.add_argument("--generated-dir", default="", help="where the generated tasks and their teacher solutions "
-                    "go; empty: <out>/generated. One that holds them for the same tasks, device and code is read "
-                    "again, not rebuilt (generated_examples): builds of several seeds can share one")
+                    "go, with their examples kept (examples.pkl) so that a run for the same tasks, device and code reads "
+                    "them back instead of building them (generated_examples): builds of several seeds can share "
+                    "one; empty: <out>/generated, nothing kept")
 parser.add_argument("--torch-repeat", type=int, default=1, help="each plain pair of a generated task whose answer "
                     "is a PyTorch-level move (no kernel) appears this many times in stage 1's data (torch_repeat)")
 parser.add_argument("--plain-pick", default="kernels", choices=("kernels", "ranking"), help="a generated task's "
@@ -323,7 +324,7 @@ def generated_examples(n, out_dir):
     teacher, the answer format, this file), else built and kept there. Building costs ~9 ms of CPU a task
     (300 GPU-sized tasks on one core here: generator 0.2 ms, teacher 0.6, answers 0.4, pricing the moves
     7.7, teacher.kernel_counts), ~70 s on 16 cores for --generated 120000: a build of another seed or
-    training setting need not pay it again."""
+    training setting need not pay it again. Only with --generated-dir: the file is ~1 GB at that size."""
     code = hashlib.sha256()
     for f in (cudal1.__file__, os.path.join(cudal1.ROOT, "kernelbench", "generate.py"),
               os.path.join(cudal1.ROOT, "kernelbench", "teacher.py"), os.path.abspath(__file__)):
@@ -528,7 +529,7 @@ price_moves = args.plain_pick == "kernels" and not args.every_move and bool(move
 gen_examples, gen_tasks = [], []  # --generated: generated tasks' teacher solutions, and those tasks
 gen_dir = args.generated_dir or os.path.join(args.out, "generated")
 if args.generated:
-    gen_examples, gen_tasks = generated_examples(args.generated, gen_dir)
+    gen_examples, gen_tasks = (generated_examples if args.generated_dir else load_generated)(args.generated, gen_dir)
     say(f"{args.generated} generated training tasks ({gen_size} sizes): {len(gen_tasks)} with a teacher solution that "
         f"runs here, {len(gen_examples)} solutions, in {gen_dir} ({time.time() - t_data:.0f} s)")
 if not examples + gen_examples:
