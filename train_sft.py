@@ -97,9 +97,9 @@ parser.add_argument("--solution-pairs", type=int, default=-1, help="contrastive 
 parser.add_argument("--every-move", action="store_true", help="plain pairs for every teacher move of a generated "
                     "task; default: only its fastest move's (fastest_plain), the others still answer contrastive pairs")
 parser.add_argument("--generated-dir", default="", help="where the generated tasks and their teacher solutions "
-                    "go, with their examples kept (examples.pkl) so that a run for the same tasks, device and code reads "
-                    "them back instead of building them (generated_examples): builds of several seeds can share "
-                    "one; empty: <out>/generated, nothing kept")
+                    "go, with their examples kept (examples.pkl) so that a run for the same tasks, device and "
+                    "code reads them back instead of building them (generated_examples): builds of several seeds "
+                    "can share one; empty: <out>/generated, nothing kept")
 parser.add_argument("--torch-repeat", type=int, default=1, help="each plain pair of a generated task whose answer "
                     "is a PyTorch-level move (no kernel) appears this many times in stage 1's data (torch_repeat)")
 parser.add_argument("--plain-pick", default="kernels", choices=("kernels", "ranking"), help="a generated task's "
