@@ -325,7 +325,7 @@ def generated_examples(n, out_dir):
     (300 GPU-sized tasks on one core here: generator 0.2 ms, teacher 0.6, answers 0.4, pricing the moves
     7.7, teacher.kernel_counts), so ~70 s on 16 cores for --generated 120000 by that count (the log's
     "data ready" line measures it): a build of another seed or training setting need not pay it again.
-    Only with --generated-dir: the file holds every example's prompt and answer, ~1 GB at that size."""
+    Only with --generated-dir: the file holds every example's prompt and answer, ~0.8 GB at that size."""
     code = hashlib.sha256()
     for f in (cudal1.__file__, os.path.join(cudal1.ROOT, "kernelbench", "generate.py"),
               os.path.join(cudal1.ROOT, "kernelbench", "teacher.py"), os.path.abspath(__file__)):
