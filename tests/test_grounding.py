@@ -164,3 +164,32 @@ def test_move_pick_prices_a_head_by_its_flops():
     assert move_pick.flops("convolution", (x, w, None, 1, 0, 1, False, 0, 1), out) == 2 * out.numel() * 3 * 9
     wt = torch.zeros(3, 5, 3, 3)  # transposed: (in, out, k, k); each input element reaches out * k * k outputs
     assert move_pick.flops("convolution", (x, wt, None, 1, 0, 1, True, 0, 1), None) == 2 * x.numel() * 5 * 9
+
+
+def test_held_out_compare_pairs_two_recipes_builds_by_task(tmp_path):
+    # bench/held_out_compare.py: recipe A's two builds (one gzipped, as results/ keeps them) read 1.00x on every
+    # task (one all correct at 1.0x, one all failing), recipe B's one build 2.0x at its last step (its step-0
+    # line, at 4.0x, is not the build's): B/A is 2.000x, and the interval too, since every task says the same
+    import gzip
+    import json
+    import cudal1
+    import held_out_compare
+    tasks = cudal1.held_out_tasks(str(tmp_path / "made"), 4, "cpu")["generated"]
+    row = lambda t, step, ok, s: dict(step=step, attempt=1, task="out/x/held_out/" + cudal1.held_key(t),
+                                      status="ok" if ok else "incorrect", speedup=s if ok else None)
+    a1, a2, b = tmp_path / "a1.jsonl.gz", tmp_path / "a2.jsonl", tmp_path / "b.jsonl"
+    with gzip.open(a1, "wt") as f:
+        f.writelines(json.dumps(row(t, 0, True, 1.0)) + "\n" for t in tasks)
+    a2.write_text("".join(json.dumps(row(t, 0, False, None)) + "\n" for t in tasks))
+    b.write_text("".join(json.dumps(row(t, 0, True, 4.0)) + "\n" + json.dumps(row(t, 5, True, 2.0)) + "\n"
+                         + json.dumps(dict(row(t, 5, False, None), attempt=2)) + "\n" for t in tasks)
+                 + json.dumps(dict(step=5, attempt=1, task="kernelbench/level2/1_X.py", status="ok", speedup=1.1)) + "\n")
+    out = tmp_path / "compare.md"
+    assert held_out_compare.main(["--a", str(a1), str(a2), "--b", str(b), "--size", "cpu", "--work",
+                                  str(tmp_path / "work"), "--resamples", "50", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "| A | a2.jsonl | " in text and "0 of 4 (0%), 1.00x | - |" in text, text  # no level-2 answers there
+    assert "4 of 4 (100%), 2.00x | 1 of 1 |" in text, text  # B: its last step, first attempts only
+    assert "A 1.000x, B 2.000x, B/A 2.000x, 95% interval 2.000-2.000x" in text, text
+    with pytest.raises(SystemExit, match="no such answers file"):
+        held_out_compare.main(["--a", str(tmp_path / "none.jsonl"), "--b", str(b)])
