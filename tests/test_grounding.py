@@ -181,9 +181,10 @@ def test_held_out_compare_pairs_two_recipes_builds_by_task(tmp_path):
     with gzip.open(a1, "wt") as f:
         f.writelines(json.dumps(row(t, 0, True, 1.0)) + "\n" for t in tasks)
     a2.write_text("".join(json.dumps(row(t, 0, False, None)) + "\n" for t in tasks))
+    level2 = dict(step=5, attempt=1, task="kernelbench/level2/1_X.py", status="ok", speedup=1.1)
     b.write_text("".join(json.dumps(row(t, 0, True, 4.0)) + "\n" + json.dumps(row(t, 5, True, 2.0)) + "\n"
                          + json.dumps(dict(row(t, 5, False, None), attempt=2)) + "\n" for t in tasks)
-                 + json.dumps(dict(step=5, attempt=1, task="kernelbench/level2/1_X.py", status="ok", speedup=1.1)) + "\n")
+                 + json.dumps(level2) + "\n")
     out = tmp_path / "compare.md"
     assert held_out_compare.main(["--a", str(a1), str(a2), "--b", str(b), "--size", "cpu", "--work",
                                   str(tmp_path / "work"), "--resamples", "50", "--out", str(out)]) == 0
