@@ -14,6 +14,7 @@ and whether the code it names is what the teacher's analysis names (`statement`)
 
     python bench/held_out_moves.py out/rl-*/held_out_answers.jsonl --out results/held-out-moves.md
     python bench/held_out_moves.py /tmp/dev/out/rl-start/held_out_answers.jsonl --diffs 20
+    python bench/held_out_moves.py --builds out/h128-TAG-s*/held_out_answers.jsonl  # seed-line's builds, each counted
 
 cudal1.moves_shown reads marks in the code and cannot tell a dropped no-op or a reduction moved first
 from the reference's own code; the nearest of these can. Task files are read as bench/grounding.py
@@ -160,11 +161,14 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("answers", nargs="+", help="held_out_answers.jsonl files (train_rl.py)")
     p.add_argument("--diffs", type=int, default=0, help="show this many distinct failing codes' differing lines")
+    p.add_argument("--builds", action="store_true", help="each file is a build of its own (seed-line's): count "
+                   "every answer, none taken for a copy of another file's step-0 line")
     p.add_argument("--out", default="", help="Markdown file to write; empty: print only")
     a = p.parse_args(argv)
     seen, counts, codes, fails = {}, collections.defaultdict(collections.Counter), collections.defaultdict(set), []
     logs = collections.defaultdict(list)  # log speedups of a move's passing answers
-    start = set()  # step-0 answers: make rl-ablation gives every run the start's, counted once
+    start = set()  # step-0 answers: make rl-ablation gives every run the start's, counted once (the same
+    # answer with the same reading: two builds' step-0 answers of the same code are each read apart, and count)
     said = collections.Counter()  # (statement, correct) of answers whose analysis was kept
     unadmitted = collections.Counter()  # moves stated where the task admits none such
     for path in a.answers:
@@ -177,10 +181,11 @@ def main(argv=None):
                 continue
             task = task_file(path, r["task"])
             key = (os.path.basename(task), cudal1.same_code(r["source"]))
-            if r.get("step") == 0:
-                if (key, r.get("attempt")) in start:
+            if r.get("step") == 0 and not a.builds:
+                copy = (key, r.get("attempt"), r["status"], r.get("speedup"))
+                if copy in start:
                     continue
-                start.add((key, r.get("attempt")))
+                start.add(copy)
             if key not in seen:
                 seen[key] = nearest(task, r["source"])
                 if r["status"] != "ok":

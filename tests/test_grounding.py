@@ -117,6 +117,9 @@ def test_held_out_answers_are_counted_by_the_move_they_write(tmp_path):
                           ("the move written, naming what the teacher's analysis names (or nothing)", "100%")):
         assert f"| {what} | 1 | {correct} |" in text, (what, text)
     assert f"Moves stated where the task admits no such move: {absent} 1." in text, text
+    # --builds: each file its own build, so the second file's step-0 copy counts too
+    assert held_out_moves.main([str(answers), str(again), "--builds", "--out", str(out)]) == 0
+    assert "| fuse_epilogue | 6 | 3 |" in out.read_text(), out.read_text()
     assert held_out_moves.expressions("Drop the no-ops of the chain: x.max(dim=1, keepdim=True), self.d(x). "
                                       "`x * 2` is a no-op.") == {"x.max(dim=1, keepdim=True)", "self.d(x)", "x * 2"}
     # a call is compared only with a call: nearest to the task's own forward (which calls no kernel), it is
