@@ -16,7 +16,6 @@ The task files are made afresh under --work (cudal1.held_out_tasks: the split's 
 them), so the answer files can be read anywhere.
 """
 import argparse
-import collections
 import gzip
 import json
 import math
