@@ -25,7 +25,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import cudal1  # noqa: E402
-from kernelbench import generate as gen, teacher  # noqa: E402
+from held_out_moves import solutions  # noqa: E402
 
 
 def line(path):
@@ -69,8 +69,7 @@ def main(argv=None):
     missing = [k for k in keys if k not in path_of]
     if missing:
         raise SystemExit(f"held_out_compare: {len(missing)} tasks are not the split's first ones, e.g. {missing[0]}")
-    fused = {k: any(m == "fuse_epilogue" for m, _ in teacher.solutions(cudal1.read(path_of[k]),
-                                                                        gen.read_meta(path_of[k]))) for k in keys}
+    fused = {k: "fuse_epilogue" in solutions(path_of[k]) for k in keys}
     md = ["# Two recipes' held-out lines", "",
           f"- command: `python bench/held_out_compare.py {' '.join(argv if argv is not None else sys.argv[1:])}`",
           f"- {len(keys)} generated held-out tasks ({sum(fused.values())} admit the fused epilogue); greedy answers, "

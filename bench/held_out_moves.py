@@ -105,19 +105,19 @@ STATEMENTS = ("an opening the teacher never writes", "a move the task does not a
 
 
 def statement(task_path, analysis, written):
-    """What an answer's analysis says (teacher.stated_move), beside what its code writes (`written`, the
-    nearest move): one of STATEMENTS. An analysis that names the move its code writes can still name
+    """(the move an answer's analysis says it makes, teacher.stated_move; that beside what its code writes,
+    `written`, the nearest move: one of STATEMENTS). An analysis that names the move its code writes can still name
     the wrong op, say a Sum where the no-op is the LogSumExp over a size-1 dim: code it names that the
     teacher's analysis of that move does not."""
     said, sols = teacher.stated_move(analysis), solutions(task_path)
     if said is None:
-        return STATEMENTS[0]
+        return said, STATEMENTS[0]
     if said not in sols:
-        return STATEMENTS[1]
+        return said, STATEMENTS[1]
     if said != written:
-        return STATEMENTS[2]
+        return said, STATEMENTS[2]
     doc = " ".join(ast.get_docstring(ast.parse(sols[said])).split())
-    return STATEMENTS[3] if any(e not in doc for e in expressions(analysis)) else STATEMENTS[4]
+    return said, STATEMENTS[3] if any(e not in doc for e in expressions(analysis)) else STATEMENTS[4]
 
 
 BINDING = {"duplicate parameter name": "a name declared twice", "redefinition of": "a name declared twice",
@@ -197,9 +197,9 @@ def main(argv=None):
             if r["status"] == "ok" and r.get("speedup"):
                 logs[move].append(math.log(r["speedup"]))
             if r.get("analysis"):
-                what = statement(task, r["analysis"], move)
+                stated, what = statement(task, r["analysis"], move)
                 said[what, r["status"] == "ok"] += 1
-                unadmitted[teacher.stated_move(r["analysis"])] += what == STATEMENTS[1]
+                unadmitted[stated] += what == STATEMENTS[1]
     total = sum(c["answers"] for c in counts.values())
     md = ["# Held-out answers by the move they write", "",
           f"- command: `python bench/held_out_moves.py {' '.join(argv if argv is not None else sys.argv[1:])}`",
@@ -233,8 +233,8 @@ def main(argv=None):
                 if not d.startswith(("---", "+++", "@@"))]
         msg = (r.get("message") or "").splitlines() or [""]
         why = next((line.strip() for line in msg[1:] if "error" in line), msg[0])  # a build's own error line
-        said = (r.get("analysis") or "").strip().split("\n")[0]  # what the answer said it would do
-        md += ["", f"**{task}**, {move}, {r['status']}: {why[:140]}", *(["", f"> {said[:200]}"] if said else []),
+        opening = (r.get("analysis") or "").strip().split("\n")[0]  # what the answer said it would do
+        md += ["", f"**{task}**, {move}, {r['status']}: {why[:140]}", *(["", f"> {opening[:200]}"] if opening else []),
                "", "```diff", *diff[:12], *(["..."] if len(diff) > 12 else []), "```"]
     cudal1.write_markdown(md, a.out)
     return 0
