@@ -72,8 +72,9 @@ clean:
 # stages 1-2: SFT on kernels/, then self-training rounds judged by evaluate.py (train_sft.py).
 # CPU: a 1.1M-parameter model on the teacher's PyTorch-level solutions of 8000 generated tasks, 1 round on
 # 2 of them, then the held-out line on 16 held-out generated tasks: ~15.5 min on 2 cores;
-# GPU: ~27M parameters on kernels/ + the teacher's solutions of 60000 generated tasks, then the held-out
-# line (~11 min on the H200, estimated: 9.2 min measured without stage 2). Writes out/sft (run again to resume; rm -rf out/sft to restart).
+# GPU: ~27M parameters on kernels/ + the teacher's solutions of 120000 generated tasks, then the held-out
+# line (~13 min on the H200, estimated: 9.2 min measured without stage 2 at 60000 tasks and 3000 steps, and
+# stage 1's 4500 steps take ~100 s more, the data ~40 s more). Writes out/sft (run again to resume; rm -rf out/sft to restart).
 # INIT=DIR: fine-tune a pretrained model's Hugging Face folder (Llama, Qwen2, Qwen3) instead of a fresh one.
 SFT_FLAGS ?=
 INIT ?=
@@ -90,7 +91,7 @@ RL_MINUTES ?=
 rl: setup
 	$(PYTHON) train_rl.py --init $(or $(INIT),out/sft) --out out/rl $(if $(RL_MINUTES),--time-limit $(RL_MINUTES)) $(RL_FLAGS)
 
-# stage 1 -> 2 -> 3 on the bundled default: CPU 16 min on 2 cores (measured, results/train-cpu.md); H200 ~16 min by its
+# stage 1 -> 2 -> 3 on the bundled default: CPU 16 min on 2 cores (measured, results/train-cpu.md); H200 ~18 min by its
 # parts (not yet timed whole)
 # INIT=DIR: stages 1-2 fine-tune that pretrained model, and stage 3 goes on from out/sft.
 train: setup

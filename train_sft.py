@@ -21,7 +21,7 @@ same optimizer state. A last sample-and-judge pass after the final round gives t
 so every run reports parse / compile / correct rates and speedups before and after stage 2, for
 plain and for contrastive prompts.
 
---generated N (the GPU default: 60000, the CPU's 8000) adds N generated training-split
+--generated N (the GPU default: 120000, the CPU's 8000) adds N generated training-split
 tasks (kernelbench/generate.py) with the teacher solutions that run here (kernelbench/teacher.py),
 written to <out>/generated (or --generated-dir, which a later build of the same data reads back
 instead of building it again): each task's fastest move makes its plain pair (fastest_plain: the fewest
@@ -32,7 +32,7 @@ the 20 held-out KernelBench level-2 tasks), tasks no training input touched (cud
 prints their correct rates and geomean speedups.
 
     python train_sft.py                                    # no GPU: 1.1M params on 8000 generated tasks, ~15.5 min on 2 cores (make sft)
-    python train_sft.py                                    # one GPU: ~27M params on kernels/ + 60000 generated tasks, 1 round, the held-out line
+    python train_sft.py                                    # one GPU: ~27M params on kernels/ + 120000 generated tasks, 1 round, the held-out line
     torchrun --standalone --nproc_per_node=8 train_sft.py  # 8 GPUs: each rank its own batches and share of stage-2 tasks
     python train_sft.py --device cpu --generated 200 --steps 20 --held-out-tasks 2 --out /tmp/sft  # a quick smoke run anywhere
     python train_sft.py --init ~/models/Qwen2.5-Coder-1.5B-Instruct --lr 1e-5  # a pretrained coder, lr not yet measured (make train INIT=)
@@ -186,8 +186,8 @@ args = parser.parse_args()
 # ones). Decoding replays a CUDA graph per token: 2.0-2.8 ms a step against 52-63 ms eagerly, same
 # greedy answers (results/h200-sample-speed.md).
 # The GPU model is the curriculum's (issue 14): ~27M parameters (a 53 MiB bf16 checkpoint, small
-# enough to carry between device calls) on the library and the teacher's solutions of 60000 generated
-# tasks (~75k files; 3000 steps through torch.compile, each a batch of ~90k tokens, --fill-tokens, stage 2's
+# enough to carry between device calls) on the library and the teacher's solutions of 120000 generated
+# tasks (~150k files; 4500 steps through torch.compile, each a batch of ~90k tokens, --fill-tokens, stage 2's
 # fine-tune too: batches of 64 rows ran out of an H100's 80 GB at 64 x 8192 tokens; 90k-token batches, with
 # the loop waiting for the GPU once every 20 steps, trained at 31.2% MFU there, where on the H200 with a wait
 # every step they read 24.0% against 64 rows' 29.8%: card and loop both changed, so which gained is not
@@ -197,6 +197,9 @@ args = parser.parse_args()
 # 1500 x 16 (~1 pass) 19% / 16%; 60000 tasks, 3000 x 64: 69% / 72%, geomean 1.11x / 1.29x
 # (results/curriculum-h200*.md): more tasks and ~10x the tokens. Compiled, a batch of 64 trains at
 # 1.5M tokens/s (35% MFU) where 16 eagerly trained at 0.67M (results/h200-train-speed.md).
+# 120000 tasks and 4500 steps (~2 passes over their plain pairs, 1.5 x 3000 steps): three seeds on an H100 read
+# 70-85% correct, 1.30x on 128 held-out tasks, against 63-68%, 1.23-1.28x for four builds at 3000 steps (paired by
+# task 1.037x, 95% interval 1.003-1.069x); stage 1 289-330 s (results/curriculum-h100-g120000-s4500-seeds.md).
 FIRST_SLICE = ("19_ReLU", "20_LeakyReLU", "21_Sigmoid", "23_Softmax", "40_LayerNorm",
                "47_Sum_reduction_over_a_dimension", "97_CosineSimilarityLoss", "12_Matmul_with_diagonal_matrices_")
 DEFAULTS = {
@@ -205,10 +208,10 @@ DEFAULTS = {
                 warmup=20, max_new_tokens=1024, min_answer_tokens=1024, cuda_graphs=0, generated=8000,
                 generated_sample=2, held_out_tasks=16, reference_pairs=0, solution_pairs=0, fill_tokens=0,
                 sample_tasks=""),
-    "cuda": dict(n_layer=8, n_head=8, n_embd=512, block_size=8192, vocab_size=2048, steps=3000, batch_size=64,
+    "cuda": dict(n_layer=8, n_head=8, n_embd=512, block_size=8192, vocab_size=2048, steps=4500, batch_size=64,
                  lr=1e-3, warmup=100, rounds=1, num_samples=4, round_steps=50, kinds="cuda,cpp,pytorch", compile=1,
                  speedups=cudal1.H200_RECORDS, max_new_tokens=3072, min_answer_tokens=3072,
-                 cuda_graphs=1, generated=60000, generated_sample=8, held_out_tasks=32, reference_pairs=10000,
+                 cuda_graphs=1, generated=120000, generated_sample=8, held_out_tasks=32, reference_pairs=10000,
                  solution_pairs=10000, fill_tokens=90000, sample_tasks=",".join(f"level1/{t}.py" for t in FIRST_SLICE)),
 }
 
