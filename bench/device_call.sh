@@ -104,7 +104,8 @@ print(','.join(s for _, s in best.values()))")
           timeout "${BUDGET:-540}" make -s rl-ablation GPU=h200 SEEDS="${SEEDS:-1}" ABLATION_MINUTES="${ABLATION_MINUTES:-1.5}" 2>&1 | tail -30 ;;
     seed-line)  # issue 14: stage 1 at the GPU recipe with --seed SEED (and SFT_FLAGS), then its greedy line on
                 # HELD (128) held-out generated tasks and the 20 level-2 ones -> results/curriculum-CARD-SFT_TAG-sSEED.md,
-                # out/hHELD-SFT_TAG-sSEED (~400 s on an H100; 128 tasks: a 95% band of about +-7% on one build's geomean);
+                # out/hHELD-SFT_TAG-sSEED (~430 s on an H100 at the default's 4500 steps, ~550 s the first call, which
+                # builds the data; 128 tasks: a 95% band of about +-7% on one build's geomean);
                 # the folders carry SFT_TAG, so two recipes of one seed on one machine never share (or resume) one;
                 # the generated data is shared (train_sft --generated-dir): a later build on a warm machine reads it
           s=${SEED:-1}; t=${SFT_TAG:-stage1}; mkdir -p build
@@ -115,8 +116,9 @@ print(','.join(s for _, s in best.values()))")
           python3 train_rl.py --init out/sft-$t-s$s --out out/h${HELD:-128}-$t-s$s --steps 0 --held-out-tasks "${HELD:-128}" \
             --resample "${RESAMPLE:-0}" --second-try 0 2>&1 | tail -1 ;;
     ablation-arms)  # issue 15 over calls: out/sft from carried/sft (uncarry) or else stage 1 (the GPU default,
-                    # --fill-tokens 90000 since 2026-12-06: the checkpoint every stage-3 result since 2026-12-05
-                    # starts from, results/curriculum-CARD-fill*.md) -> results/curriculum-CARD-SFT_TAG.md,
+                    # --fill-tokens 90000 since 2026-12-06, 120000 tasks and 4500 steps since 2026-12-07, ~7 min on
+                    # an H100 with its data; every stage-3 result before then started from 3000 steps,
+                    # results/curriculum-CARD-fill*.md) -> results/curriculum-CARD-SFT_TAG.md,
                     # packed into $OUT/sft to come back (copy it to carried/sft here); the starting policy's
                     # held-out line once (carried/rl-start too); then each ARMS entry (arm-seed, e.g.
                     # "contrastive-1 plain-1") not yet run, while ARM_SECONDS of the call's CALL_SECONDS are left
