@@ -67,6 +67,7 @@ from tqdm import tqdm
 
 import cudal1
 import evaluate  # the judge: stage 2's reward, and its table of GPUs
+from kernelbench import teacher  # its moves: the plain pair each task is taught, and their ranking
 
 parser = argparse.ArgumentParser(description="cudal1 stages 1-2: SFT on kernels/, then self-training rounds",
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -399,36 +400,18 @@ def contrastive_pairs(examples, speedups):
 FAST_MOVE_SHARE = 0.9  # a teacher move whose judged solutions beat eager at least this often counts as fast
 
 
-def move_of(name):
-    """The teacher move a generated solution applies: levelG/NAME.<move>.py (teacher.solution_path)."""
-    return name.rsplit(".", 2)[-2]
-
-
-def judged_moves(speedups):
-    """{move: the speedups of its judged teacher solutions in `speedups`}, for moves with 5 or more."""
-    by_move = {}
-    for name, s in speedups.items():
-        if name.startswith("levelG/"):
-            by_move.setdefault(move_of(name), []).append(s)
-    return {m: v for m, v in by_move.items() if len(v) >= 5}
-
-
 def fast_moves(speedups):
-    """The teacher moves whose judged solutions (judged_moves) beat eager FAST_MOVE_SHARE of the time or
-    more: the only ones unmeasured answers are drawn from, so they teach the format, not slow answers."""
-    return sorted(m for m, v in judged_moves(speedups).items() if sum(s >= 1.0 for s in v) / len(v) >= FAST_MOVE_SHARE)
-
-
-def move_speed(speedups):
-    """{move: geomean speedup of its judged teacher solutions (judged_moves)}."""
-    return {m: math.exp(sum(map(math.log, v)) / len(v)) for m, v in judged_moves(speedups).items()}
+    """The teacher moves whose judged solutions (teacher.judged_moves) beat eager FAST_MOVE_SHARE of the time
+    or more: the only ones unmeasured answers are drawn from, so they teach the format, not slow answers."""
+    judged = teacher.judged_moves(speedups)
+    return sorted(m for m, v in judged.items() if sum(s >= 1.0 for s in v) / len(v) >= FAST_MOVE_SHARE)
 
 
 def fastest_plain(examples, rank):
     """The examples that make plain pairs: every library solution, and of each generated task the one
     solution whose move is fastest: with --plain-pick kernels the one whose kernels cost least (its
     "cost", teacher.kernel_cost; a task with one unpriced keeps to the ranking), a tie to the faster move
-    in `rank` (move_speed of the judge's records), then to the first; an unpriced task none of whose
+    in `rank` (teacher.move_speed of the judge's records), then to the first; an unpriced task none of whose
     moves is ranked keeps them all. The count may pick a move the records rank slow or not at all: the
     ranking only breaks its ties. By the held-out ceiling run's measurements the kernel pick reads 1.40x
     on the held-out tasks against the ranking's 1.33x (each task's best move 1.43x), where the cases that
@@ -441,7 +424,7 @@ def fastest_plain(examples, rank):
     1.244x for a move drawn at random. So taught, two seeds wrote the fused epilogue on 22 and 19
     held-out tasks, and read 84% correct at 1.24x and 69% at 1.26x (greedy), against 62% at 1.12x
     with every move (results/curriculum-h200-fastest-move.md)."""
-    speed = lambda e: rank.get(move_of(cudal1.solution_name(e["path"])), 0.0)  # 0: unranked
+    speed = lambda e: rank.get(teacher.move_of(cudal1.solution_name(e["path"])), 0.0)  # 0: unranked
     by_task, out = {}, []
     for e in examples:
         if cudal1.solution_name(e["path"]).startswith("levelG/"):
@@ -461,13 +444,13 @@ def reference_pairs(examples, speedups, n, fast, speed):
     answered by one of the task's teacher solutions with no measured speedup (a record of a failure
     counts as none: every teacher record so far is ok). No speed of the answer is claimed, and the
     answers come only from `fast` moves (fast_moves), the fastest of them where a task has two by the
-    rule its plain pair is picked by (fastest_plain over its fast moves, `speed`: move_speed). Without them, ~400 contrastive pairs beside
-    75k plain ones, the policy parsed 44-57% of its contrastive answers in stage 3 on the H200,
-    against 100% of its plain ones."""
+    rule its plain pair is picked by (fastest_plain over its fast moves, `speed`: teacher.move_speed).
+    Without them, ~400 contrastive pairs beside 75k plain ones, the policy parsed 44-57% of its
+    contrastive answers in stage 3 on the H200, against 100% of its plain ones."""
     by_task = {}
     for e in examples:
         name = cudal1.solution_name(e["path"])
-        if name.startswith("levelG/") and name not in speedups and move_of(name) in fast:
+        if name.startswith("levelG/") and name not in speedups and teacher.move_of(name) in fast:
             by_task.setdefault(e["task"], []).append(e)
     one = {task: fastest_plain(group, speed)[0] for task, group in by_task.items()}
     tasks = sorted(one)
@@ -506,7 +489,7 @@ def solution_pairs(examples, speedups, n, fast):
     for e in examples:
         name = cudal1.solution_name(e["path"])
         if name.startswith("levelG/") and name not in speedups:
-            by_task.setdefault(e["task"], []).append((e, move_of(name)))
+            by_task.setdefault(e["task"], []).append((e, teacher.move_of(name)))
     rng, pairs = random.Random(args.seed + 1), []
     for task, group in sorted(by_task.items()):
         if len(group) < 2:
@@ -529,7 +512,7 @@ examples = load_examples(args.kernels, args.tasks)
 speedups = evaluate.measured_speedups(args.speedups)
 # a generated task's moves are priced (~10 ms a task, in load_generated's workers) only where a ranking of moves
 # exists to pick with (fastest_plain): the CPU's records judge no teacher move, so each of its moves makes a pair
-price_moves = args.plain_pick == "kernels" and not args.every_move and bool(move_speed(speedups or {}))
+price_moves = args.plain_pick == "kernels" and not args.every_move and bool(teacher.move_speed(speedups or {}))
 gen_examples, gen_tasks = [], []  # --generated: generated tasks' teacher solutions, and those tasks
 gen_dir = args.generated_dir or os.path.join(args.out, "generated")
 if args.generated:
@@ -561,7 +544,7 @@ else:
     say(f"{len(cpairs)} contrastive pairs over {len({e['task'] for e, _ in cpairs})} tasks; "
         f"{len(examples) - sum(map(len, measured.values()))} of {len(examples)} solutions have no 'ok' record "
         f"in {args.speedups}, so no prompt shows them and no contrastive pair answers with them")
-fast, move_speeds = fast_moves(speedups or {}), move_speed(speedups or {})
+fast, move_speeds = fast_moves(speedups or {}), teacher.move_speed(speedups or {})
 rpairs = reference_pairs(gen_examples, speedups or {}, args.reference_pairs, fast, move_speeds) if args.reference_pairs else []
 if rpairs:
     say(f"{len(rpairs)} reference-only contrastive pairs, answered by unmeasured teacher solutions of the moves "
@@ -642,7 +625,7 @@ def encode_shown(pairs):
 
 
 plain = examples if args.every_move else fastest_plain(examples, move_speeds)
-taught = Counter(move_of(name) for e in plain if (name := cudal1.solution_name(e["path"])).startswith("levelG/"))
+taught = Counter(teacher.move_of(name) for e in plain if (name := cudal1.solution_name(e["path"])).startswith("levelG/"))
 
 
 def torch_repeat(plain, k):

@@ -10,7 +10,9 @@ than the teacher's call (a name copied wrong, in the kernel or in the call).
 With --diffs, each distinct failing code's lines that differ from that solution: what the policy got wrong
 (and where the file keeps it, the first line of the answer's analysis: what it said it would do). Where
 analyses are kept, a second table: the move each one states (teacher.stated_move) beside the move written,
-and whether the code it names is what the teacher's analysis names (`statement`).
+and whether the code it names is what the teacher's analysis names (`statement`). Last, the move stage 1
+would teach each task (teacher.taught_move, ranked by --records) beside the move written: is a failure the
+choice or the code?
 
     python bench/held_out_moves.py out/rl-*/held_out_answers.jsonl --out results/held-out-moves.md
     python bench/held_out_moves.py /tmp/dev/out/rl-start/held_out_answers.jsonl --diffs 20
@@ -36,6 +38,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 import cudal1  # noqa: E402
+import evaluate  # noqa: E402
 from grounding import task_file  # noqa: E402
 from kernelbench import generate as gen, teacher  # noqa: E402
 
@@ -69,6 +72,12 @@ def restated(task_source):
 def solutions(task_path):
     """{move: source} of the task's teacher solutions, made in memory and never written."""
     return dict(teacher.solutions(cudal1.read(task_path), gen.read_meta(task_path)))
+
+
+@functools.lru_cache(maxsize=None)
+def taught(task_path, rank):
+    """The move stage 1's plain pair would teach the task (teacher.taught_move; `rank` a tuple of (move, speed))."""
+    return teacher.taught_move(cudal1.read(task_path), list(solutions(task_path).items()), dict(rank))
 
 
 def nearest(task_path, source):
@@ -163,8 +172,13 @@ def main(argv=None):
     p.add_argument("--diffs", type=int, default=0, help="show this many distinct failing codes' differing lines")
     p.add_argument("--builds", action="store_true", help="each file is a build of its own (seed-line's): count "
                    "every answer, none taken for a copy of another file's step-0 line")
+    p.add_argument("--records", default=cudal1.H200_RECORDS, help="judged teacher records whose move ranking "
+                   "breaks the taught move's ties (comma-separated); default: the ones stage 1 ranks with on a GPU")
     p.add_argument("--out", default="", help="Markdown file to write; empty: print only")
     a = p.parse_args(argv)
+    rank = tuple(sorted(teacher.move_speed(evaluate.measured_speedups(a.records) or {}).items()))
+    on_taught = collections.defaultdict(list)  # {written the taught move: [(correct, log speedup or None)]}
+    instead = collections.Counter()  # (taught, written) where they differ
     seen, counts, codes, fails = {}, collections.defaultdict(collections.Counter), collections.defaultdict(set), []
     logs = collections.defaultdict(list)  # log speedups of a move's passing answers
     start = set()  # step-0 answers: make rl-ablation gives every run the start's, counted once (the same
@@ -196,6 +210,9 @@ def main(argv=None):
             codes[move].add(key)
             if r["status"] == "ok" and r.get("speedup"):
                 logs[move].append(math.log(r["speedup"]))
+            pick = taught(task, rank)
+            on_taught[move == pick].append((r["status"] == "ok", math.log(r["speedup"]) if r.get("speedup") else None))
+            instead[pick, move] += move != pick
             if r.get("analysis"):
                 stated, what = statement(task, r["analysis"], move)
                 said[what, r["status"] == "ok"] += 1
@@ -228,6 +245,18 @@ def main(argv=None):
                 md.append(f"| {what} | {n} | {said[what, True] / n:.0%} |")
         stated = ", ".join(f"{m} {n}" for m, n in unadmitted.most_common() if n)
         md += ["", f"Moves stated where the task admits no such move: {stated or 'none'}."]
+    md += ["", "## Against the taught move", "",
+           "The move stage 1's kernel pick would teach each task as its plain pair (teacher.taught_move; held-out tasks "
+           "are never taught: an oracle) beside the move the answer writes.", "",
+           "| the answer writes | answers | correct | speedup when correct (geomean) |", "|---|---|---|---|"]
+    for on, label in ((True, "the taught move"), (False, "another move")):
+        rs = on_taught[on]
+        if rs:
+            got = [x for ok, x in rs if ok and x is not None]
+            speed = f"{math.exp(sum(got) / len(got)):.2f}x" if got else "-"
+            md.append(f"| {label} | {len(rs)} | {sum(ok for ok, _ in rs) / len(rs):.0%} | {speed} |")
+    off = ", ".join(f"{w} for {t} {n}" for (t, w), n in instead.most_common(8) if n)
+    md += ["", f"Written instead of the taught move (the most common): {off or 'none'}."]
     for task, (move, lines), r in fails[:a.diffs]:
         diff = [d for d in difflib.unified_diff(lines, code_lines(r["source"]), lineterm="", n=0)
                 if not d.startswith(("---", "+++", "@@"))]

@@ -133,7 +133,7 @@ def ceiling_speeds(path):
 
 
 def by_move(judged):
-    """{move: its judged speedups} over tasks' {move: speedup}, for moves with 5 or more (as train_sft.judged_moves)."""
+    """{move: its judged speedups} over tasks' {move: speedup}, for moves with 5 or more (as teacher.judged_moves)."""
     out = {}
     for speeds in judged.values():
         for mv, s in speeds.items():

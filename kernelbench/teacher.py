@@ -1282,6 +1282,35 @@ def kernel_cost(counts, head_cost=HEAD_COST):
     return None if counts is None else head_cost * counts[0] + counts[1]
 
 
+def move_of(name):
+    """The move a generated solution applies, from its name: levelG/NAME.<move>.py (solution_path)."""
+    return name.rsplit(".", 2)[-2]
+
+
+def judged_moves(speedups):
+    """{move: the speedups of its judged solutions in `speedups` ({solution name: speedup})}, for moves with 5
+    or more."""
+    by_move = {}
+    for name, s in speedups.items():
+        if name.startswith("levelG/"):
+            by_move.setdefault(move_of(name), []).append(s)
+    return {m: v for m, v in by_move.items() if len(v) >= 5}
+
+
+def move_speed(speedups):
+    """{move: geomean speedup of its judged solutions (judged_moves)}: the ranking that breaks stage 1's ties."""
+    return {m: math.exp(sum(map(math.log, v)) / len(v)) for m, v in judged_moves(speedups).items()}
+
+
+def taught_move(task_source, sols, rank):
+    """The move stage 1 teaches a task with `sols` [(move, source)] as its plain pair (train_sft.fastest_plain):
+    the cheapest by kernel_cost where every move is priced, a tie (or an unpriced task) to the faster move in
+    `rank` (move_speed), then to the first."""
+    counts = kernel_counts(task_source, sols)
+    priced = all(counts.get(m) is not None for m, _ in sols)
+    return max((m for m, _ in sols), key=lambda m: (-kernel_cost(counts[m]) if priced else 0, rank.get(m, 0.0)))
+
+
 # -----------------------------------------------------------------------------
 # on disk: tasks and their teacher solutions, in the layout evaluate.py pairs by id and
 # cudal1.held_out reads (a solution is placed by its task's NAME.json)

@@ -117,6 +117,11 @@ def test_held_out_answers_are_counted_by_the_move_they_write(tmp_path):
                           ("the move written, naming what the teacher's analysis names (or nothing)", "100%")):
         assert f"| {what} | 1 | {correct} |" in text, (what, text)
     assert f"Moves stated where the task admits no such move: {absent} 1." in text, text
+    # against the taught move: the task's kernel pick is its fused epilogue (the head and one kernel), so the
+    # five fused answers write it (three pass: 2.0x, 1.5x and stage 1's unread one), the two others do not
+    assert held_out_moves.taught(task, ()) == "fuse_epilogue"
+    assert "| the taught move | 5 | 60% | 1.73x |" in text and "| another move | 2 | 0% | - |" in text, text
+    assert f"{other} for fuse_epilogue 1" in text and "reference for fuse_epilogue 1" in text, text
     # --builds: each file its own build, so the second file's step-0 copy counts too
     assert held_out_moves.main([str(answers), str(again), "--builds", "--out", str(out)]) == 0
     assert "| fuse_epilogue | 6 | 3 |" in out.read_text(), out.read_text()
