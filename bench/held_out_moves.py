@@ -172,11 +172,14 @@ def main(argv=None):
     p.add_argument("--diffs", type=int, default=0, help="show this many distinct failing codes' differing lines")
     p.add_argument("--builds", action="store_true", help="each file is a build of its own (seed-line's): count "
                    "every answer, none taken for a copy of another file's step-0 line")
-    p.add_argument("--records", default=cudal1.H200_RECORDS, help="judged teacher records whose move ranking "
-                   "breaks the taught move's ties (comma-separated); default: the ones stage 1 ranks with on a GPU")
+    p.add_argument("--records", default=",".join(os.path.join(cudal1.ROOT, f) for f in cudal1.H200_RECORDS.split(",")),
+                   help="judged teacher records whose move ranking breaks the taught move's ties (comma-separated); "
+                   "default: the ones stage 1 ranks with on a GPU, in this checkout")
     p.add_argument("--out", default="", help="Markdown file to write; empty: print only")
     a = p.parse_args(argv)
     rank = tuple(sorted(teacher.move_speed(evaluate.measured_speedups(a.records) or {}).items()))
+    if not rank:
+        p.error(f"no judged teacher moves in --records {a.records}: the taught move's ties need their ranking")
     on_taught = collections.defaultdict(list)  # {written the taught move: [(correct, log speedup or None)]}
     instead = collections.Counter()  # (taught, written) where they differ
     seen, counts, codes, fails = {}, collections.defaultdict(collections.Counter), collections.defaultdict(set), []
@@ -246,8 +249,8 @@ def main(argv=None):
         stated = ", ".join(f"{m} {n}" for m, n in unadmitted.most_common() if n)
         md += ["", f"Moves stated where the task admits no such move: {stated or 'none'}."]
     md += ["", "## Against the taught move", "",
-           "The move stage 1's kernel pick would teach each task as its plain pair (teacher.taught_move; held-out tasks "
-           "are never taught: an oracle) beside the move the answer writes.", "",
+           "The move stage 1's kernel pick would teach each task as its plain pair (teacher.taught_move; held-out "
+           "tasks are never taught: an oracle) beside the move the answer writes.", "",
            "| the answer writes | answers | correct | speedup when correct (geomean) |", "|---|---|---|---|"]
     for on, label in ((True, "the taught move"), (False, "another move")):
         rs = on_taught[on]
