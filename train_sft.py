@@ -198,7 +198,7 @@ args = parser.parse_args()
 # 1500 x 16 (~1 pass) 19% / 16%; 60000 tasks, 3000 x 64: 69% / 72%, geomean 1.11x / 1.29x
 # (results/curriculum-h200*.md): more tasks and ~10x the tokens. Compiled, a batch of 64 trains at
 # 1.5M tokens/s (35% MFU) where 16 eagerly trained at 0.67M (results/h200-train-speed.md).
-# 120000 tasks and 4500 steps (~2 passes over their plain pairs, 1.5 x 3000 steps): three seeds on an H100 read
+# 120000 tasks and 4500 steps (1.5 times the 3000 before, the same ~90k-token batches): three seeds on an H100 read
 # 70-85% correct, 1.30x on 128 held-out tasks, against 63-68%, 1.23-1.28x for four builds at 3000 steps (paired by
 # task 1.037x, 95% interval 1.003-1.069x); stage 1 289-330 s (results/curriculum-h100-g120000-s4500-seeds.md).
 FIRST_SLICE = ("19_ReLU", "20_LeakyReLU", "21_Sigmoid", "23_Softmax", "40_LayerNorm",
@@ -625,7 +625,8 @@ def encode_shown(pairs):
 
 
 plain = examples if args.every_move else fastest_plain(examples, move_speeds)
-taught = Counter(teacher.move_of(name) for e in plain if (name := cudal1.solution_name(e["path"])).startswith("levelG/"))
+names = [cudal1.solution_name(e["path"]) for e in plain]
+taught = Counter(teacher.move_of(name) for name in names if name.startswith("levelG/"))
 
 
 def torch_repeat(plain, k):
