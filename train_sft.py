@@ -432,9 +432,8 @@ def fastest_plain(examples, rank):
         else:
             out.append(e)
     for group in by_task.values():
-        priced = all(e.get("cost") is not None for e in group)
-        best = max(group, key=lambda e: (-e["cost"] if priced else 0, speed(e)))
-        out += [best] if priced or speed(best) else group
+        best = teacher.cheapest(group, lambda e: e.get("cost"), speed)
+        out += [best] if all(e.get("cost") is not None for e in group) or speed(best) else group
     return out
 
 

@@ -114,10 +114,9 @@ def picks(speed, cost, rank, head_cost=teacher.HEAD_COST):
     assert set(speed) <= set(cost), f"judged moves the teacher no longer writes: {sorted(set(speed) - set(cost))}"
     by_rank = lambda m: rank.get(m, 0.0)
     price = lambda m: teacher.kernel_cost(cost[m][2], head_cost)
-    priced = all(price(m) is not None for m in speed)  # else the ranking alone, as train_sft.fastest_plain
     return dict(ranking=max(speed, key=by_rank), launches=min(speed, key=lambda m: (cost[m][0], -by_rank(m))),
                 roofline=min(speed, key=lambda m: (cost[m][1], -by_rank(m))),
-                kernels=min(speed, key=lambda m: (price(m) if priced else 0, -by_rank(m))),
+                kernels=teacher.cheapest(list(speed), price, by_rank),  # stage 1's pick
                 best=max(speed, key=speed.get))
 
 

@@ -1302,13 +1302,19 @@ def move_speed(speedups):
     return {m: math.exp(sum(map(math.log, v)) / len(v)) for m, v in judged_moves(speedups).items()}
 
 
+def cheapest(items, cost, speed):
+    """Stage 1's pick among a task's moves (train_sft.fastest_plain, taught_move, bench/move_pick.py): the item
+    of least cost(item) where every item is priced (cost not None; else cost is left out), a tie to the
+    greatest speed(item), then to the first."""
+    priced = all(cost(i) is not None for i in items)
+    return max(items, key=lambda i: (-cost(i) if priced else 0, speed(i)))
+
+
 def taught_move(task_source, sols, rank):
-    """The move stage 1 teaches a task with `sols` [(move, source)] as its plain pair (train_sft.fastest_plain):
-    the cheapest by kernel_cost where every move is priced, a tie (or an unpriced task) to the faster move in
-    `rank` (move_speed), then to the first."""
+    """The move stage 1 teaches a task with `sols` [(move, source)] as its plain pair: the cheapest by
+    kernel_cost, a tie to the faster move in `rank` (move_speed)."""
     counts = kernel_counts(task_source, sols)
-    priced = all(counts.get(m) is not None for m, _ in sols)
-    return max((m for m, _ in sols), key=lambda m: (-kernel_cost(counts[m]) if priced else 0, rank.get(m, 0.0)))
+    return cheapest([m for m, _ in sols], lambda m: kernel_cost(counts[m]), lambda m: rank.get(m, 0.0))
 
 
 # -----------------------------------------------------------------------------
