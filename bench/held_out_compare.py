@@ -16,8 +16,6 @@ The task files are made afresh under --work (cudal1.held_out_tasks: the split's 
 them), so the answer files can be read anywhere.
 """
 import argparse
-import gzip
-import json
 import math
 import os
 import random
@@ -25,13 +23,12 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import cudal1  # noqa: E402
-from held_out_moves import solutions  # noqa: E402
+from held_out_moves import read_answers, solutions  # noqa: E402
 
 
 def line(path):
     """{held key: (correct, log speedup with a failure at 0)} of one build: its last step's first answers."""
-    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
-        rows = [json.loads(text) for text in f]
+    rows = read_answers(path)
     last = max((r.get("step", 0) for r in rows), default=0)
     out = {}
     for r in rows:

@@ -28,6 +28,7 @@ import ast
 import collections
 import difflib
 import functools
+import gzip
 import json
 import math
 import os
@@ -66,6 +67,12 @@ def restated(task_source):
     forward = next(n for n in model.body if isinstance(n, ast.FunctionDef) and n.name == "forward")
     imports = [lines[n.lineno - 1] for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
     return imports + ["", "", "class ModelNew(Model):"] + lines[forward.lineno - 1:forward.end_lineno]
+
+
+def read_answers(path):
+    """The rows of an answers file, or of its .jsonl.gz (as results/ keeps them)."""
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
+        return [json.loads(line) for line in f]
 
 
 @functools.lru_cache(maxsize=None)
@@ -168,7 +175,7 @@ def failure_kind(r, nearest_lines):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("answers", nargs="+", help="held_out_answers.jsonl files (train_rl.py)")
+    p.add_argument("answers", nargs="+", help="held_out_answers.jsonl files (train_rl.py), or their .jsonl.gz")
     p.add_argument("--diffs", type=int, default=0, help="show this many distinct failing codes' differing lines")
     p.add_argument("--builds", action="store_true", help="each file is a build of its own (seed-line's): count "
                    "every answer, none taken for a copy of another file's step-0 line")
@@ -189,9 +196,7 @@ def main(argv=None):
     said = collections.Counter()  # (statement, correct) of answers whose analysis was kept
     unadmitted = collections.Counter()  # moves stated where the task admits none such
     for path in a.answers:
-        with open(path) as f:
-            rows = [json.loads(line) for line in f]
-        for r in rows:
+        for r in read_answers(path):
             if "text" in r and "source" not in r:  # train_sft.py's answers-held_out.jsonl: the answer's code
                 r["source"], r["analysis"] = cudal1.parse_answer(r["text"])[0], cudal1.answer_analysis(r["text"])
             if "/levelG/" not in r["task"] or not r.get("source"):
