@@ -24,7 +24,7 @@ uncarry() {
     # the start's held-out line only where it was measured on this kind of GPU: a line from another reads its speeds
     if test -f carried/rl-start/held_out.jsonl && python3 -c "import json, sys, cudal1
 sys.exit(json.loads(open('carried/rl-start/held_out.jsonl').readline()).get('device') != cudal1.device_name('cuda'))"; then
-      mkdir -p out/rl-start; cp carried/rl-start/held_out.jsonl carried/rl-start/held_out_answers.jsonl out/rl-start/
+      mkdir -p ${start:-out/rl-start}; cp carried/rl-start/held_out*.jsonl ${start:-out/rl-start}/
     else echo "carried/rl-start: measured on another GPU (or none named): the start is measured again here"; fi
   fi
 }
@@ -122,6 +122,10 @@ print(','.join(s for _, s in best.values()))")
                     # packed into $OUT/sft to come back (copy it to carried/sft here); the starting policy's
                     # held-out line once (carried/rl-start too); then each ARMS entry (arm-seed, e.g.
                     # "contrastive-1 plain-1") not yet run, while ARM_SECONDS of the call's CALL_SECONDS are left
+          # SECOND_TRY=refine: the second try rewrites the first answer's program (its start line kept apart);
+          # HELD=128: the line on 128 held-out generated tasks (+-7% a build, 95%) instead of 32 (+-9-13%)
+          start=out/rl-start${SECOND_TRY:+-$SECOND_TRY}${HELD:+-h$HELD}
+          held="--held-out-tasks ${HELD:-32} --resample ${RESAMPLE:-1} --second-try ${SECOND_TRY:-1}"
           uncarry
           if ! test -f out/sft/.complete; then
             rm -rf out/rl-start*; mkdir -p build
@@ -131,10 +135,6 @@ print(','.join(s for _, s in best.values()))")
           fi
           # the start's line: kept where out/rl-start has one taken on today's held-out task code, else measured
           # RESAMPLE=K: K sampled answers per held-out task (train_rl --resample; a carried start line has 1);
-          # SECOND_TRY=refine: the second try rewrites the first answer's program (its start line kept apart);
-          # HELD=128: the line on 128 held-out generated tasks (+-7% a build, 95%) instead of 32 (+-9-13%)
-          start=out/rl-start${SECOND_TRY:+-$SECOND_TRY}${HELD:+-h$HELD}
-          held="--held-out-tasks ${HELD:-32} --resample ${RESAMPLE:-1} --second-try ${SECOND_TRY:-1}"
           python3 train_rl.py --init out/sft --out $start --steps 0 $held 2>&1 | tail -4
           for a in ${ARMS:-contrastive-1 plain-1}; do
             arm=${a%-*}; s=${a#*-}; d=out/rl-$arm-s$s${SECOND_TRY:+-$SECOND_TRY}${ARM_TAG:-}  # ARM_TAG (e.g. -lr1e-4)
