@@ -1,5 +1,6 @@
 """The bench/ analyses of answers and moves: grounding.py (which attributes an answer reads that its task does
-not define), held_out_moves.py (the move each held-out answer writes) and move_pick.py (a move by a cost model)."""
+not define), held_out_moves.py (the move each held-out answer writes), move_pick.py (a move by a cost model) and
+level2_probe.py (held-out level-2 answers under edits of the task text)."""
 import ast
 import os
 import sys
@@ -202,3 +203,29 @@ def test_held_out_compare_pairs_two_recipes_builds_by_task(tmp_path):
     assert "A 1.000x, B 2.000x, B/A 2.000x, 95% interval 2.000-2.000x" in text, text
     with pytest.raises(SystemExit, match="no such answers file"):
         held_out_compare.main(["--a", str(tmp_path / "none.jsonl"), "--b", str(b)])
+
+
+def test_level2_probe_edits_a_task_text_and_tallies_answers(tmp_path):
+    # bench/level2_probe.py: the edits keep the code and change only what they name (73's second docstring
+    # paragraph, its batch, a shape comment where the conv changes the shape, traced on the meta device);
+    # a tiny untrained policy's answers parse under none, and the report says so for every edit
+    import level2_probe
+    import cudal1
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    task = cudal1.read(os.path.join(root, "kernelbench", "level2", "73_Conv2d_BatchNorm_Scaling.py"))
+    short = level2_probe.short_doc(task)
+    assert "training mode" in task and "training mode" not in short
+    assert short.split('"""')[1] == "Conv2d, BatchNorm2d, scale: (batch, 3, 32, 32) -> (batch, 16, 30, 30)."
+    assert ast.dump(ast.Module(ast.parse(short).body[1:], [])) == ast.dump(ast.Module(ast.parse(task).body[1:], []))
+    assert "\nbatch_size = 16\n" in level2_probe.small_batch(task)
+    shaped = level2_probe.with_shapes(task).splitlines()
+    assert "        x = self.conv(x)  # (B, 16, 30, 30)" in shaped
+    assert sum("# (B" in line for line in shaped) == 1  # bn and the scale keep the shape
+    tok = cudal1.Tokenizer()
+    cfg = cudal1.Config(vocab_size=tok.vocab_size, block_size=4096, n_layer=1, n_head=2, n_kv_head=2, n_embd=32,
+                        n_hidden=64)
+    cudal1.save_checkpoint(str(tmp_path / "sft"), cudal1.Transformer(cfg), tok, {})
+    out = tmp_path / "probe.md"
+    assert level2_probe.main(["--init", str(tmp_path / "sft"), "--max-new-tokens", "4", "--out", str(out)]) == 0
+    rows = [line for line in out.read_text().splitlines() if line.startswith("| ") and " of 20 |" in line]
+    assert [r.split(" | ")[1:] for r in rows] == [["0 of 20", "0 |"]] * len(level2_probe.VARIANTS)
