@@ -133,7 +133,7 @@ print(','.join(s for _, s in best.values()))")
               --report "results/curriculum-$CARD-${SFT_TAG:-stage1}" > build/sft.log 2>&1; tail -12 build/sft.log
             test -f out/sft/report.json && touch out/sft/.complete && python3 bench/carry_checkpoint.py pack out/sft "$OUT/sft"
           fi
-          # the start's line: kept where out/rl-start has one taken on today's held-out task code, else measured
+          # the start's line: kept where $start has one taken on today's held-out task code, else measured
           # RESAMPLE=K: K sampled answers per held-out task (train_rl --resample; a carried start line has 1);
           python3 train_rl.py --init out/sft --out $start --steps 0 $held 2>&1 | tail -4
           for a in ${ARMS:-contrastive-1 plain-1}; do
