@@ -268,3 +268,41 @@ def test_spellings_vary_and_compute_the_same(tmp_path):
             spec = gen.draw(seed, size)
             digest.update(gen.render(gen.unspelt(spec)).encode())
     assert digest.hexdigest()[:16] == "dea775c182d37d95"
+
+
+def test_notes_are_true_remarks_on_training_tasks_only():
+    """_note (train_sft.py --task-notes): about its share of training tasks end their docstring in a paragraph
+    of notes; the code, the first paragraph, the moves and the teacher's solutions stay; a held-out task never
+    gets one; no note names a move; BatchNorm and a live dropout are always noted where notes are."""
+    from kernelbench import teacher
+    noted, held_noted, held, checked = 0, 0, 0, 0
+    for seed in range(600):
+        name, plain, meta = gen.generate(seed, "cpu")
+        name2, src, meta2 = gen.generate(seed, "cpu", 0.5)
+        assert name2 == name and meta2["moves"] == meta["moves"] and meta2["notes"] == 0.5
+        assert cudal1.same_code(src) == cudal1.same_code(plain)
+        notes = gen.draw(seed, "cpu", 0.5)["notes"]
+        held += meta["held_out"]
+        if meta["held_out"]:
+            held_noted += src != gen.generate(seed, "cpu", 1.0)[1] or bool(gen.draw(seed, "cpu", 1.0)["notes"])
+            continue
+        if not notes:
+            assert src == plain
+            continue
+        noted += 1
+        doc, plain_doc = src.split('"""')[1], plain.split('"""')[1]
+        assert doc.split("\n\n")[0] == plain_doc.split("\n\n")[0] and doc.endswith("\n") and "\n\n" in doc
+        assert all(len(line) <= 100 for line in doc.split("\n"))
+        text = " ".join(notes).lower()
+        assert not any(w in text for w in ("no-op", "noop", "constant", "fold", "identity", "redundant", "fuse")), text
+        ops = meta["ops"]
+        assert ("batch_norm" in ops) <= ("batchnorm" in text), (name, text)
+        if "dropout" in ops and gen.draw(seed, "cpu")["ops"][ops.index("dropout")]["value"] > 0:
+            assert "dropout is live" in text, (name, text)
+        if checked < 20:  # the teacher reads the noted text as the generator's and writes the same solutions
+            sols, sols_plain = teacher.solutions(src, meta2), teacher.solutions(plain, meta)
+            assert [(m, cudal1.same_code(s)) for m, s in sols] == [(m, cudal1.same_code(s)) for m, s in sols_plain]
+            checked += 1
+    assert held >= 10 and held_noted == 0
+    assert 0.3 < noted / (600 - held) < 0.55, noted
+    assert checked == 20
