@@ -52,7 +52,7 @@ The held-out split is cudal1.held_out: a task whose set of moves is one of cudal
     generate(seed, size, notes) -> (name, source, meta)   one task; meta: ops, moves, sites, held_out, ...
     tasks(start, n, size, split, notes) -> [(name, source, meta)]   n tasks of 'train', 'held_out' or 'all'
     write(out_dir, name, source, meta)             NAME.py and NAME.json
-    draw(seed, size) -> spec; render(spec) -> source; trace(spec) -> states; moves(spec) -> sites
+    draw(seed, size, notes) -> spec; render(spec) -> source; trace(spec) -> states; moves(spec) -> sites
 """
 
 import argparse
@@ -508,8 +508,13 @@ def _note(spec, share):
     none, so their text stays what every earlier measurement read."""
     spec["notes"] = []
     rng = random.Random(f"notes {spec['seed']}")
-    if not share or rng.random() >= share or cudal1.held_out({"moves": moves(spec)}):
-        return
+    if share and rng.random() < share and not cudal1.held_out({"moves": moves(spec)}):
+        spec["notes"] = notes_of(spec, rng)
+
+
+def notes_of(spec, rng):
+    """The notes _note writes for `spec`, drawn with `rng`: every BatchNorm's and live dropout's, then one
+    or two of the rest (the head's bias, a parameter's init, a norm's groups, the residual)."""
     head, states = spec["head"], trace(spec)
     kind, must, may = head["kind"], [], []
     for op, s in zip(spec["ops"], states):
@@ -552,7 +557,8 @@ def _note(spec, share):
         may.append(f"The {module} has a bias (nn's default)"
                    + (", stride 1 and no padding." if head["stride"] == 1 and not head["pad"] else ".")
                    + f" Its output is {_fmt(spec['out'], 'batch')}.")
-    spec["notes"] = list(dict.fromkeys(must)) + [may[i] for i in sorted(rng.sample(range(len(may)), min(len(may), rng.choice((1, 2)))))]
+    picked = sorted(rng.sample(range(len(may)), min(len(may), rng.choice((1, 2)))))
+    return list(dict.fromkeys(must)) + [may[i] for i in picked]
 
 
 # -----------------------------------------------------------------------------
