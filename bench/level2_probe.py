@@ -80,7 +80,7 @@ VARIANTS = {"as written": lambda s: s, "docstring's first paragraph": short_doc,
 
 
 def with_notes(path):
-    """A generated task's source with the notes paragraph its seed draws (generate.notes_of)."""
+    """A generated task's source with a notes paragraph drawn as --task-notes draws one (generate.notes_of)."""
     import random
     from kernelbench import generate as gen
     meta = gen.read_meta(path)

@@ -503,7 +503,8 @@ def _note(spec, share):
     of their own (a seed's ops, names, spellings and moves stay). 58 of level 2's 100 task files add such
     a paragraph (BatchNorm's training mode, a dropout left live, a quirk kept on purpose); a generated task
     had none, and every held-out level-2 answer of the CPU probe that did not parse was on a task with one
-    (results/level2-text-probe-cpu.md). A note states what the code does, never a move (no "no-op",
+    (results/level2-text-probe-cpu.md; given to held-out generated tasks, these notes broke none of the
+    policy's answers: results/generated-notes-probe-cpu.md). A note states what the code does, never a move (no "no-op",
     "constant", "folds"): notes that name moves would teach the policy to read hints. Held-out tasks get
     none, so their text stays what every earlier measurement read."""
     spec["notes"] = []
