@@ -4,10 +4,11 @@ Each recipe is a list of builds, one train_rl.py held_out_answers.jsonl per buil
 results/ keeps them), all read on the same held-out generated tasks; a file's last step and first attempts
 (the greedy answers) are its line. Per build: the share correct and the geomean speedup (a failure counts
 1.00x) over all generated tasks, split by whether the task admits the fused epilogue (its teacher writes one),
-and level 2's correct answers. Then B against A paired by task: each task's mean log speedup over a recipe's
-builds, B's minus A's, averaged over tasks (the ratio of the two recipes' geomeans), with a 95% interval from
-resampling the tasks. Two builds of one seed disagree on about a quarter of the verdicts (the greedy answers
-sit on near-ties: results/curriculum-h100-g120000-torch3-seeds.md), so builds are averaged before comparing.
+and level 2's correct answers; summed over a recipe's builds, how its level-2 answers failed (level2_verdicts).
+Then B against A paired by task: each task's mean log speedup over a recipe's builds, B's minus A's, averaged
+over tasks (the ratio of the two recipes' geomeans), with a 95% interval from resampling the tasks. Two builds
+of one seed disagree on about a quarter of the verdicts (the greedy answers sit on near-ties:
+results/curriculum-h100-g120000-torch3-seeds.md), so builds are averaged before comparing.
 
     python bench/held_out_compare.py --a results/h100-held-out-128-s{1,2,3}-answers.jsonl.gz \\
         --b results/h100-held-out-128-torch3-s{1,2,3}-answers.jsonl.gz --out results/compare.md
@@ -35,6 +36,23 @@ def line(path):
         if r.get("step", 0) == last and r.get("attempt", 1) == 1:
             ok = r["status"] == "ok" and bool(r.get("speedup"))
             out[cudal1.held_key(r["task"])] = (ok, math.log(r["speedup"]) if ok else 0.0)
+    return out
+
+
+VERDICTS = ("ok", "incorrect", "parse_error", "missing attribute", "runtime_error", "compile_error")
+
+
+def level2_verdicts(path):
+    """How one build's level-2 answers (its last step's first ones) failed or passed, counted by VERDICTS (a
+    runtime error naming an attribute the model lacks counts as "missing attribute": the answer read a name its
+    task does not define; any other status counts under runtime_error)."""
+    rows = read_answers(path)
+    last = max((r.get("step", 0) for r in rows), default=0)
+    out = dict.fromkeys(VERDICTS, 0)
+    for r in rows:
+        if r.get("step", 0) == last and r.get("attempt", 1) == 1 and cudal1.held_key(r["task"]).startswith("level2/"):
+            v = "missing attribute" if "has no attribute" in (r.get("message") or "") else r["status"]
+            out[v if v in out else "runtime_error"] += 1
     return out
 
 
@@ -80,6 +98,11 @@ def main(argv=None):
             md.append(f"| {name} | {os.path.basename(path)} | {cell(parts[0])} | {cell(parts[1])} | "
                       f"{cell([build[k] for k in keys if k in build])} | "
                       f"{f'{sum(level2)} of {len(level2)}' if level2 else '-'} |")
+    md += ["", "Level 2's answers by verdict, summed over each recipe's builds:", "",
+           "| recipe | " + " | ".join(VERDICTS) + " |", "|---|" + "---|" * len(VERDICTS)]
+    for name, paths in (("A", a.a), ("B", a.b)):
+        counts = [level2_verdicts(path) for path in paths]
+        md.append(f"| {name} | " + " | ".join(str(sum(c[v] for c in counts)) for v in VERDICTS) + " |")
     mean = {name: {k: [b[k][1] for b in lines if k in b] for k in keys} for name, lines in recipes.items()}
     both = [k for k in keys if mean["A"][k] and mean["B"][k]]
     diff = [sum(mean["B"][k]) / len(mean["B"][k]) - sum(mean["A"][k]) / len(mean["A"][k]) for k in both]

@@ -192,15 +192,18 @@ def test_held_out_compare_pairs_two_recipes_builds_by_task(tmp_path):
         f.writelines(json.dumps(row(t, 0, True, 1.0)) + "\n" for t in tasks)
     a2.write_text("".join(json.dumps(row(t, 0, False, None)) + "\n" for t in tasks))
     level2 = dict(step=5, attempt=1, task="kernelbench/level2/1_X.py", status="ok", speedup=1.1)
+    missing = dict(level2, task="kernelbench/level2/10_Y.py", status="runtime_error", speedup=None,
+                   message="AttributeError: 'ModelNew' object has no attribute 'lower'")
     b.write_text("".join(json.dumps(row(t, 0, True, 4.0)) + "\n" + json.dumps(row(t, 5, True, 2.0)) + "\n"
                          + json.dumps(dict(row(t, 5, False, None), attempt=2)) + "\n" for t in tasks)
-                 + json.dumps(level2) + "\n")
+                 + json.dumps(level2) + "\n" + json.dumps(missing) + "\n" + json.dumps(dict(missing, step=0)) + "\n")
     out = tmp_path / "compare.md"
     assert held_out_compare.main(["--a", str(a1), str(a2), "--b", str(b), "--size", "cpu", "--work",
                                   str(tmp_path / "work"), "--resamples", "50", "--out", str(out)]) == 0
     text = out.read_text()
     assert "| A | a2.jsonl | " in text and "0 of 4 (0%), 1.00x | - |" in text, text  # no level-2 answers there
-    assert "4 of 4 (100%), 2.00x | 1 of 1 |" in text, text  # B: its last step, first attempts only
+    assert "4 of 4 (100%), 2.00x | 1 of 2 |" in text, text  # B: its last step, first attempts only
+    assert "| A | 0 | 0 | 0 | 0 | 0 | 0 |" in text and "| B | 1 | 0 | 0 | 1 | 0 | 0 |" in text, text  # by verdict
     assert "A 1.000x, B 2.000x, B/A 2.000x, 95% interval 2.000-2.000x" in text, text
     with pytest.raises(SystemExit, match="no such answers file"):
         held_out_compare.main(["--a", str(tmp_path / "none.jsonl"), "--b", str(b)])
