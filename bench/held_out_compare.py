@@ -27,30 +27,32 @@ import cudal1  # noqa: E402
 from held_out_moves import read_answers, solutions  # noqa: E402
 
 
-def line(path):
-    """{held key: (correct, log speedup with a failure at 0)} of one build: its last step's first answers."""
+def greedy(path):
+    """One build's line: the answers of its answers file's last step, first attempts only (the greedy ones)."""
     rows = read_answers(path)
     last = max((r.get("step", 0) for r in rows), default=0)
+    return [r for r in rows if r.get("step", 0) == last and r.get("attempt", 1) == 1]
+
+
+def line(rows):
+    """{held key: (correct, log speedup with a failure at 0)} of one build's greedy answers."""
     out = {}
     for r in rows:
-        if r.get("step", 0) == last and r.get("attempt", 1) == 1:
-            ok = r["status"] == "ok" and bool(r.get("speedup"))
-            out[cudal1.held_key(r["task"])] = (ok, math.log(r["speedup"]) if ok else 0.0)
+        ok = r["status"] == "ok" and bool(r.get("speedup"))
+        out[cudal1.held_key(r["task"])] = (ok, math.log(r["speedup"]) if ok else 0.0)
     return out
 
 
 VERDICTS = ("ok", "incorrect", "parse_error", "missing attribute", "runtime_error", "compile_error")
 
 
-def level2_verdicts(path):
-    """How one build's level-2 answers (its last step's first ones) failed or passed, counted by VERDICTS (a
-    runtime error naming an attribute the model lacks counts as "missing attribute": the answer read a name its
-    task does not define; any other status counts under runtime_error)."""
-    rows = read_answers(path)
-    last = max((r.get("step", 0) for r in rows), default=0)
+def level2_verdicts(rows):
+    """How one build's greedy level-2 answers failed or passed, counted by VERDICTS (a runtime error naming an
+    attribute the model lacks counts as "missing attribute": the answer read a name its task does not define;
+    any other status counts under runtime_error)."""
     out = dict.fromkeys(VERDICTS, 0)
     for r in rows:
-        if r.get("step", 0) == last and r.get("attempt", 1) == 1 and cudal1.held_key(r["task"]).startswith("level2/"):
+        if cudal1.held_key(r["task"]).startswith("level2/"):
             v = "missing attribute" if "has no attribute" in (r.get("message") or "") else r["status"]
             out[v if v in out else "runtime_error"] += 1
     return out
@@ -76,7 +78,8 @@ def main(argv=None):
     for path in a.a + a.b:
         if not os.path.exists(path):
             raise SystemExit(f"held_out_compare: no such answers file: {path}")
-    recipes = {"A": [line(path) for path in a.a], "B": [line(path) for path in a.b]}
+    answers = {name: [greedy(path) for path in paths] for name, paths in (("A", a.a), ("B", a.b))}
+    recipes = {name: [line(rows) for rows in builds] for name, builds in answers.items()}
     keys = sorted({k for lines in recipes.values() for build in lines for k in build if k.startswith("levelG/")})
     if not keys:
         raise SystemExit("held_out_compare: no generated held-out task in these files")
@@ -100,8 +103,8 @@ def main(argv=None):
                       f"{f'{sum(level2)} of {len(level2)}' if level2 else '-'} |")
     md += ["", "Level 2's answers by verdict, summed over each recipe's builds:", "",
            "| recipe | " + " | ".join(VERDICTS) + " |", "|---|" + "---|" * len(VERDICTS)]
-    for name, paths in (("A", a.a), ("B", a.b)):
-        counts = [level2_verdicts(path) for path in paths]
+    for name, builds in answers.items():
+        counts = [level2_verdicts(rows) for rows in builds]
         md.append(f"| {name} | " + " | ".join(str(sum(c[v] for c in counts)) for v in VERDICTS) + " |")
     mean = {name: {k: [b[k][1] for b in lines if k in b] for k in keys} for name, lines in recipes.items()}
     both = [k for k in keys if mean["A"][k] and mean["B"][k]]
