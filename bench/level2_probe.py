@@ -13,12 +13,6 @@ Whether an answer is correct needs the judge; what is read here is only whether 
 policy. Greedy answers sit on near ties, so any edit of a prompt reshuffles some tasks' outcomes: the batch
 edit, which the policy's choices should not depend on, is the control to read the others against.
 The 27.8M policy on a 2-core CPU: ~23 min for the 100 answers (the "shape comments" edit ~7 min of it).
-
-    python bench/level2_probe.py --init out/sft --generated 32 --out results/generated-notes-probe-cpu.md
-
-asks the same of the first 32 held-out generated tasks instead, as written and with the paragraph of notes
-train_sft.py --task-notes gives training tasks (generate.notes_of, never given to a held-out task in training):
-the same tasks and code with prose added, the controlled form of level 2's difference.
 """
 import argparse
 import ast
@@ -79,40 +73,21 @@ VARIANTS = {"as written": lambda s: s, "docstring's first paragraph": short_doc,
             "shape comments": with_shapes, "all three": lambda s: with_shapes(small_batch(short_doc(s)))}
 
 
-def with_notes(path):
-    """A generated task's source with a notes paragraph drawn as --task-notes draws one (generate.notes_of)."""
-    import random
-    from kernelbench import generate as gen
-    meta = gen.read_meta(path)
-    spec = gen.draw(meta["seed"], meta["size"])
-    source = gen.render(dict(spec, notes=gen.notes_of(spec, random.Random(f"notes {meta['seed']}"))))
-    assert cudal1.same_code(source) == cudal1.same_code(cudal1.read(path))
-    return source
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--init", required=True, help="a stage-1 or stage-2 checkpoint (train_sft.py's --out)")
     parser.add_argument("--target", default="NVIDIA H100 80GB HBM3", help="the device named in the prompt")
     parser.add_argument("--max-new-tokens", type=int, default=3072, help="the GPU's cap (train_rl.py)")
-    parser.add_argument("--generated", type=int, default=0, help="the first N held-out generated tasks, as written "
-                        "and with notes, instead of level 2")
     parser.add_argument("--out", default="", help="a markdown report here too")
     args = parser.parse_args(argv)
 
-    if args.generated:
-        folder = os.path.join(ROOT, "build", "level2_probe")
-        tasks = cudal1.held_out_tasks(folder, args.generated, "gpu")["generated"]
-        variants = {"as written": cudal1.read, "with notes": with_notes}
-    else:
-        tasks = cudal1.held_out_tasks("", 0, "gpu", tasks_dir=os.path.join(ROOT, "kernelbench"), write=False)["level2"]
-        variants = {name: lambda p, make=make: make(cudal1.read(p)) for name, make in VARIANTS.items()}
+    tasks = cudal1.held_out_tasks("", 0, "gpu", tasks_dir=os.path.join(ROOT, "kernelbench"), write=False)["level2"]
     model, tok, _ = cudal1.load_checkpoint(args.init, "cpu")
     model.eval().requires_grad_(False)
-    rows, tally, first = [], {v: [0, 0, 0] for v in variants}, {}  # first: each task's code as written
+    rows, tally = [], {v: [0, 0] for v in VARIANTS}
     t0 = time.time()
-    for name, make in variants.items():
-        sources = [make(p) for p in tasks]
+    for name, make in VARIANTS.items():
+        sources = [make(cudal1.read(p)) for p in tasks]
         prompts = [tok.encode_prompt(cudal1.plain_prompt(s, args.target)) for s in sources]
         outs = cudal1.generate(model, prompts, 1, args.max_new_tokens, 0.0, end_id=tok.end_id)
         for path, source, out in zip(tasks, sources, outs):
@@ -120,26 +95,21 @@ def main(argv=None):
             missing = unknown(source, code) if code else None
             tally[name][0] += code is not None
             tally[name][1] += missing == []
-            same = cudal1.same_code(code or "") == first.setdefault(path, cudal1.same_code(code or ""))
-            tally[name][2] += not same
             said = f"no parse ({why[:40]})" if why else "reads " + ", ".join(missing) if missing else "grounded"
             rows.append((os.path.basename(path), name, said))
         print(f"{name}: {tally[name][0]} of {len(tasks)} parse, {tally[name][1]} grounded "
               f"({time.time() - t0:.0f} s)", flush=True)
 
-    what = f"the first {args.generated} held-out generated tasks" if args.generated else "Held-out level-2"
-    lines = [f"# {what[0].upper() + what[1:]} answers by task text (CPU probe)", "",
-             f"- command: `python bench/level2_probe.py --init {args.init}"
-             f"{f' --generated {args.generated}' if args.generated else ''}`; greedy, the plain prompt naming "
+    lines = ["# Held-out level-2 answers by task text (CPU probe)", "",
+             f"- command: `python bench/level2_probe.py --init {args.init}`; greedy, the plain prompt naming "
              f"{args.target}, at most {args.max_new_tokens} new tokens",
-             "", "| task text | parse | parse and read only the task's attributes | code other than as written |",
-             "|---|---|---|---|"]
-    lines += [f"| {v} | {p} of {len(tasks)} | {g} | {d} |" for v, (p, g, d) in tally.items()]
-    lines += ["", "| task | " + " | ".join(variants) + " |", "|---|" + "---|" * len(variants)]
+             "", "| task text | parse | parse and read only the task's attributes |", "|---|---|---|"]
+    lines += [f"| {v} | {p} of {len(tasks)} | {g} |" for v, (p, g) in tally.items()]
+    lines += ["", "| task | " + " | ".join(VARIANTS) + " |", "|---|" + "---|" * len(VARIANTS)]
     by_task = {}
     for task, name, said in rows:
         by_task.setdefault(task, {})[name] = said
-    lines += [f"| {t} | " + " | ".join(by_task[t][v] for v in variants) + " |" for t in by_task]
+    lines += [f"| {t} | " + " | ".join(by_task[t][v] for v in VARIANTS) + " |" for t in by_task]
     cudal1.write_markdown(lines, args.out)
     return 0
 

@@ -5,7 +5,6 @@ ops, with random shapes and constants, deterministic from a seed.
     python kernelbench/generate.py --seed 7 --n 5 --out /tmp/gen                 # seeds 7..11, GPU sizes
     python kernelbench/generate.py --seed 0 --n 20 --size cpu --out /tmp/gen     # sizes a CPU runs in ms
     python kernelbench/generate.py --seed 0 --n 20 --split held_out --out /tmp/held  # 20 held-out tasks
-    python kernelbench/generate.py --seed 0 --n 20 --notes 0.5 --out /tmp/gen  # about half with a notes paragraph
 
 A task is the head (Linear, Matmul with a weight, BMM of two inputs, Conv2d/3d, ConvTranspose2d/3d,
 or none) and 1-6 ops: bias add, add/subtract/multiply/divide by a constant or a per-channel
@@ -49,10 +48,10 @@ tests/test_generate.py checks that 3,000 seeds give >= 2,985 distinct tasks.
 
 The held-out split is cudal1.held_out: a task whose set of moves is one of cudal1.HELD_OUT_MOVES.
 
-    generate(seed, size, notes) -> (name, source, meta)   one task; meta: ops, moves, sites, held_out, ...
-    tasks(start, n, size, split, notes) -> [(name, source, meta)]   n tasks of 'train', 'held_out' or 'all'
+    generate(seed, size) -> (name, source, meta)   one task; meta: ops, moves, sites, held_out, ...
+    tasks(start, n, size, split) -> [(name, source, meta)]   n tasks of 'train', 'held_out' or 'all'
     write(out_dir, name, source, meta)             NAME.py and NAME.json
-    draw(seed, size, notes) -> spec; render(spec) -> source; trace(spec) -> states; moves(spec) -> sites
+    draw(seed, size) -> spec; render(spec) -> source; trace(spec) -> states; moves(spec) -> sites
 """
 
 import argparse
@@ -430,9 +429,8 @@ def _draw_op(rng, kind, s):
     return op
 
 
-def draw(seed, size="gpu", notes=0.0):
-    """The task of `seed` as a spec: dict(seed, size, head, inputs, out, ops), and for about `notes` of the
-    training split a paragraph of notes (_note). render() writes it."""
+def draw(seed, size="gpu"):
+    """The task of `seed` as a spec: dict(seed, size, head, inputs, out, ops). render() writes it."""
     rng, p = random.Random(seed), PROFILES[size]
     head, inputs, out = _head(rng, p)
     spec = dict(seed=seed, size=size, head=head, inputs=inputs, out=out, ops=[])
@@ -453,7 +451,6 @@ def draw(seed, size="gpu", notes=0.0):
         state = new
     _name(spec)
     _spell(spec)
-    _note(spec, notes)
     return spec
 
 
@@ -493,73 +490,8 @@ def _spell(spec):
 
 
 def unspelt(spec):
-    """The spec with every op in its first spelling and no notes: the task as generated before _spell."""
-    return dict(spec, notes=[], ops=[{k: v for k, v in op.items() if k != "spell"} for op in spec["ops"]])
-
-
-def _note(spec, share):
-    """spec["notes"]: a few true sentences about what the task's code does, for the docstring's last
-    paragraph, on about `share` of the training split (train_sft.py --task-notes), drawn from a generator
-    of their own (a seed's ops, names, spellings and moves stay). 58 of level 2's 100 task files add such
-    a paragraph (BatchNorm's training mode, a dropout left live, a quirk kept on purpose); a generated task
-    had none, and every held-out level-2 answer of the CPU probe that did not parse was on a task with one
-    (results/level2-text-probe-cpu.md; given to held-out generated tasks, these notes broke none of the
-    policy's answers: results/generated-notes-probe-cpu.md). A note states what the code does, never a move (no "no-op",
-    "constant", "folds"): notes that name moves would teach the policy to read hints. Held-out tasks get
-    none, so their text stays what every earlier measurement read."""
-    spec["notes"] = []
-    rng = random.Random(f"notes {spec['seed']}")
-    if share and rng.random() < share and not cudal1.held_out({"moves": moves(spec)}):
-        spec["notes"] = notes_of(spec, rng)
-
-
-def notes_of(spec, rng):
-    """The notes _note writes for `spec`, drawn with `rng`: every BatchNorm's and live dropout's, then one
-    or two of the rest (the head's bias, a parameter's init, a norm's groups, the residual)."""
-    head, states = spec["head"], trace(spec)
-    kind, must, may = head["kind"], [], []
-    for op, s in zip(spec["ops"], states):
-        k, c = op["kind"], s["shape"][1]
-        if k == "batch_norm":
-            must.append(rng.choice((
-                "The model is never put in eval mode, so BatchNorm normalises with the statistics of the batch "
-                "it is given (each output depends on the whole batch) and updates its running mean and variance "
-                "on every call.",
-                "BatchNorm runs in training mode (nothing calls eval()): the mean and variance are the batch's "
-                "own, per channel, and the running buffers change as a side effect.")))
-        elif k == "dropout" and op["value"] > 0:
-            must.append(f"Dropout is live: the module stays in training mode, so each call zeroes about "
-                        f"{round(100 * op['value'])}% of the elements at random and scales the others by "
-                        f"1 / (1 - {op['value']}).")
-        elif k == "residual":
-            may.append("`residual` is the head's output as it was before the ops after it.")
-        elif k in PARAMS:
-            shape = ", ".join(map(str, (c,) + (1,) * (len(s["shape"]) - 2)))
-            may.append(f"`{op['attr']}` starts as torch.rand({shape}) + 0.5, so every divisor lies in [0.5, 1.5)."
-                       if k == "div_param" else f"`{op['attr']}` is a learned parameter, initialised from randn({shape}).")
-        elif k == "group_norm":
-            may.append(f"GroupNorm splits the {c} channels into {op['groups']} groups of {c // op['groups']} and "
-                       "normalises each group over its channels and positions, then applies a per-channel weight "
-                       "and bias.")
-        elif k == "layer_norm":
-            may.append(f"LayerNorm normalises over the last dim alone ({s['shape'][-1]} values), with a weight "
-                       "and bias of that size.")
-        elif k == "instance_norm":
-            may.append("InstanceNorm keeps nn's defaults: no affine parameters and no running statistics, so "
-                       "training and eval mode compute the same.")
-    if kind == "gemm":
-        may.append("The Linear layer has a bias (nn's default).")
-    elif kind == "matmul":
-        may.append("The weight is randn(in_features, out_features) / sqrt(in_features); there is no bias.")
-    elif kind == "bmm":
-        may.append("Both operands are inputs: the batched matmul has no weight of its own.")
-    elif kind != "none":
-        module = HEAD_TEXT[kind]
-        may.append(f"The {module} has a bias (nn's default)"
-                   + (", stride 1 and no padding." if head["stride"] == 1 and not head["pad"] else ".")
-                   + f" Its output is {_fmt(spec['out'], 'batch')}.")
-    picked = sorted(rng.sample(range(len(may)), min(len(may), rng.choice((1, 2)))))
-    return list(dict.fromkeys(must)) + [may[i] for i in picked]
+    """The spec with every op in its first spelling: the task as generated before _spell."""
+    return dict(spec, ops=[{k: v for k, v in op.items() if k != "spell"} for op in spec["ops"]])
 
 
 # -----------------------------------------------------------------------------
@@ -614,8 +546,7 @@ def render(spec):
         words.append(word)
 
     xs = ["x", "y"] if spec["head"]["kind"] == "bmm" else ["x"]
-    doc = _docstring(words, spec["inputs"], states[-1]["shape"], spec.get("notes"))
-    lines = [f'"""{doc}"""', "import torch", "import torch.nn as nn"]
+    lines = [f'"""{_docstring(words, spec["inputs"], states[-1]["shape"])}"""', "import torch", "import torch.nn as nn"]
     if any("= F." in line for line in fwd):  # forward calls torch.nn.functional
         lines.append("import torch.nn.functional as F")
     lines += ["", "", "class Model(nn.Module):", *_wrap(f"    def __init__(self{''.join(', ' + a for a in args)}):"),
@@ -628,17 +559,15 @@ def render(spec):
     return "\n".join(lines)
 
 
-def _docstring(words, inputs, out_shape, notes=None):
-    """Model's docstring: the head's and ops' phrases, then the shapes in and out, then the notes (_note)
-    as level 2 writes them: after the shapes when those have a paragraph of their own, else in one."""
+def _docstring(words, inputs, out_shape):
+    """Model's docstring: the head's and ops' phrases, then the shapes in and out."""
     ins = " and ".join(_fmt(s, "batch") for s in inputs)
     text = ", ".join(words) or "identity"  # no ops: only a test's variant has none
     text = text[0].upper() + text[1:]
-    shapes, notes = f"{ins} -> {_fmt(out_shape, 'batch')}.", " ".join(notes or [])
-    doc = f"{text}: {shapes}"
+    doc = f"{text}: {ins} -> {_fmt(out_shape, 'batch')}."
     if len(doc) > 100:  # KernelBench's long form: what it computes, a blank line, the shapes
-        return f"{textwrap.fill(text + '.', 100)}\n\n{textwrap.fill(shapes + (' ' + notes if notes else ''), 100)}\n"
-    return f"{doc}\n\n{textwrap.fill(notes, 100)}\n" if notes else doc
+        doc = f"{textwrap.fill(text + '.', 100)}\n\n{ins} -> {_fmt(out_shape, 'batch')}.\n"
+    return doc
 
 
 def _render_head(spec, const):
@@ -790,16 +719,15 @@ def name_of(spec):
     return f"{spec['seed']}_" + "_".join(t for t in tokens if t)
 
 
-def generate(seed, size="gpu", notes=0.0):
-    """(name, source, meta) of the task of `seed`, about `notes` of the training split with a paragraph of
-    notes (_note). meta: seed, size, notes (the share, so the teacher draws the same text), head, ops (kinds),
-    moves (sorted names), sites ({move: op indices}), stochastic (live dropout reaches the output), held_out, and
+def generate(seed, size="gpu"):
+    """(name, source, meta) of the task of `seed`. meta: seed, size, head, ops (kinds), moves (sorted
+    names), sites ({move: op indices}), stochastic (live dropout reaches the output), held_out, and
     degenerate: a norm of a constant, whose variance is rounding noise that the norm divides by
     sqrt(eps), so the reference is noise too (~0.4% of seeds; tasks() skips them)."""
-    spec = draw(seed, size, notes)
+    spec = draw(seed, size)
     states = trace(spec)
     sites = moves(spec, states)
-    meta = dict(seed=seed, size=size, notes=notes, head=spec["head"]["kind"], ops=[op["kind"] for op in spec["ops"]],
+    meta = dict(seed=seed, size=size, head=spec["head"]["kind"], ops=[op["kind"] for op in spec["ops"]],
                 moves=sorted(sites), sites=sites, stochastic=states[-1]["rand"],
                 inputs=[list(s) for s in spec["inputs"]], output=list(states[-1]["shape"]),
                 degenerate=any(op["kind"] in NORMS and states[i]["const"] for i, op in enumerate(spec["ops"])))
@@ -807,12 +735,12 @@ def generate(seed, size="gpu", notes=0.0):
     return name_of(spec), render(spec), meta
 
 
-def tasks(start, n, size="gpu", split="train", notes=0.0):
+def tasks(start, n, size="gpu", split="train"):
     """n tasks (name, source, meta) from seeds start, start+1, ..., keeping those of `split`:
-    'train' (not held out), 'held_out', or 'all'; never a degenerate one. notes: as generate's."""
+    'train' (not held out), 'held_out', or 'all'; never a degenerate one."""
     out, seed = [], start
     while len(out) < n:
-        task = generate(seed, size, notes)
+        task = generate(seed, size)
         if not task[2]["degenerate"] and (split == "all" or task[2]["held_out"] == (split == "held_out")):
             out.append(task)
         seed += 1
@@ -841,10 +769,8 @@ if __name__ == "__main__":
     parser.add_argument("--size", default="gpu", choices=sorted(PROFILES), help="size profile")
     parser.add_argument("--split", default="train", choices=("train", "held_out", "all"),
                         help="which tasks to keep (cudal1.held_out); seeds of the other split are skipped")
-    parser.add_argument("--notes", type=float, default=0.0, help="share of training tasks whose docstring ends in "
-                        "a paragraph of notes (_note)")
     parser.add_argument("--out", required=True, help="folder for NAME.py + NAME.json")
     args = parser.parse_args()
-    for name, source, meta in tasks(args.seed, args.n, args.size, args.split, args.notes):
+    for name, source, meta in tasks(args.seed, args.n, args.size, args.split):
         write(args.out, name, source, meta)
         print(f"{name}.py  moves: {', '.join(meta['moves']) or '-'}")

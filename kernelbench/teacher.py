@@ -81,7 +81,7 @@ class Task:
     lines of its Model's forward (head, residual, one per op)."""
 
     def __init__(self, task_source, meta, cpu=None):
-        self.spec = gen.draw(meta["seed"], meta["size"], meta.get("notes", 0.0))
+        self.spec = gen.draw(meta["seed"], meta["size"])
         if gen.render(self.spec) != task_source:  # a task written before gen._spell (a kept run's) spells as then
             self.spec = gen.unspelt(self.spec)
             if gen.render(self.spec) != task_source:

@@ -2,7 +2,6 @@
 not define), held_out_moves.py (the move each held-out answer writes), move_pick.py (a move by a cost model) and
 level2_probe.py (held-out level-2 answers under edits of the task text)."""
 import ast
-import glob
 import os
 import sys
 
@@ -232,14 +231,4 @@ def test_level2_probe_edits_a_task_text_and_tallies_answers(tmp_path):
     out = tmp_path / "probe.md"
     assert level2_probe.main(["--init", str(tmp_path / "sft"), "--max-new-tokens", "4", "--out", str(out)]) == 0
     rows = [line for line in out.read_text().splitlines() if line.startswith("| ") and " of 20 |" in line]
-    assert [r.split(" | ")[1:3] for r in rows] == [["0 of 20", "0"]] * len(level2_probe.VARIANTS)
-    # --generated N: held-out generated tasks as written and with the notes training tasks may carry; a notes
-    # paragraph adds prose and keeps the code
-    out = tmp_path / "generated.md"
-    assert level2_probe.main(["--init", str(tmp_path / "sft"), "--max-new-tokens", "4", "--generated", "2",
-                              "--out", str(out)]) == 0
-    rows = [line.split(" | ")[1:3] for line in out.read_text().splitlines() if " of 2 |" in line]
-    assert rows == [["0 of 2", "0"]] * 2, rows
-    path = glob.glob(os.path.join(root, "build", "level2_probe", "levelG", "*.py"))[0]
-    plain, noted = cudal1.read(path), level2_probe.with_notes(path)
-    assert len(noted.split('"""')[1]) > len(plain.split('"""')[1]) and noted.split('"""')[2] == plain.split('"""')[2]
+    assert [r.split(" | ")[1:] for r in rows] == [["0 of 20", "0 |"]] * len(level2_probe.VARIANTS)
