@@ -113,6 +113,7 @@ print(','.join(s for _, s in best.values()))")
             --generated-dir out/shared/generated ${SFT_FLAGS:-} \
             --report "results/curriculum-$CARD-$t-s$s" > build/sft-$t-s$s.log 2>&1
           grep -h "read again\|data ready" build/sft-$t-s$s.log; tail -3 build/sft-$t-s$s.log
+          pack  # the report comes back even if the call's time runs out during the line below
           python3 train_rl.py --init out/sft-$t-s$s --out out/h${HELD:-128}-$t-s$s --steps 0 --held-out-tasks "${HELD:-128}" \
             --resample "${RESAMPLE:-0}" --second-try 0 2>&1 | tail -1 ;;
     ablation-arms)  # issue 15 over calls: out/sft from carried/sft (uncarry) or else stage 1 (the GPU default,
