@@ -686,7 +686,8 @@ def _render_elementwise(op, s, const):
     literal = form == "literal"
 
     def attrs(values):  # the op's constants as its line reads them, self.<name> (a module constant and __init__
-        # argument, kept as an attribute unless a module keeps it) or numbers; the names; the __init__ lines
+        # argument, kept as an attribute unless a module keeps it) or numbers; the names; the __init__ lines.
+        # Called once per op: each call names new module constants
         if literal:
             return [repr(float(v)) for _, v in values], [], []
         names = [const(n, v) for n, v in values]
@@ -709,16 +710,18 @@ def _render_elementwise(op, s, const):
     if k == "swish":
         return [], "x = x * torch.sigmoid(x)  # Swish", "Swish"
     if k == "leaky_relu":
-        (v,), names, init = attrs([(op["names"][0], op["value"])])
-        if form == "module":
-            init = [f"self.{mod} = nn.LeakyReLU(negative_slope={names[0]})"]
-            return init, f"x = self.{mod}(x)", f"LeakyReLU({op['value']})"
+        if form == "module":  # nn's default slope, 0.01, as level 2's task 54 writes it: no argument
+            args = "" if op["value"] == 0.01 else f"negative_slope={attrs([(op['names'][0], op['value'])])[1][0]}"
+            return [f"self.{mod} = nn.LeakyReLU({args})"], f"x = self.{mod}(x)", f"LeakyReLU({op['value']})"
+        (v,), _, init = attrs([(op["names"][0], op["value"])])
         return init, f"x = F.leaky_relu(x, negative_slope={v})", f"LeakyReLU({op['value']})"
     if k in ("hardtanh", "clamp"):
-        (a, b), names, init = attrs([(op["names"][0], op["min"]), (op["names"][1], op["max"])])
-        if k == "hardtanh" and form == "module":
-            return ([f"self.{mod} = nn.Hardtanh(min_val={names[0]}, max_val={names[1]})"], f"x = self.{mod}(x)",
-                    f"Hardtanh({op['min']}, {op['max']})")
+        if k == "hardtanh" and form == "module":  # nn's defaults, [-1, 1]: no arguments
+            names = [] if (op["min"], op["max"]) == (-1.0, 1.0) else \
+                attrs([(op["names"][0], op["min"]), (op["names"][1], op["max"])])[1]
+            args = f"min_val={names[0]}, max_val={names[1]}" if names else ""
+            return [f"self.{mod} = nn.Hardtanh({args})"], f"x = self.{mod}(x)", f"Hardtanh({op['min']}, {op['max']})"
+        (a, b), _, init = attrs([(op["names"][0], op["min"]), (op["names"][1], op["max"])])
         if k == "hardtanh":
             return init, f"x = F.hardtanh(x, min_val={a}, max_val={b})", f"Hardtanh({op['min']}, {op['max']})"
         return init, f"x = torch.clamp(x, min={a}, max={b})", f"clamp to [{op['min']}, {op['max']}]"

@@ -295,8 +295,11 @@ def test_forms_vary_on_training_tasks_only_and_compute_the_same(tmp_path):
             if op["form"] == "module":
                 assert f"self.{op['module']} = nn.{gen.MODULES[op['kind']]}(" in src, (seed, op)
                 assert f"x = self.{op['module']}(x)" in src, (seed, op)
-        # a number in place of an attribute: one module constant (and __init__ argument) fewer for each
-        numbers = sum(len(op["names"]) for op in formed if op["form"] == "literal")
+        # a number in place of an attribute, or a module at nn's defaults (`nn.LeakyReLU()`, `nn.Hardtanh()`):
+        # one module constant (and __init__ argument) fewer for each
+        default = lambda op: op.get("value") == 0.01 or (op.get("min"), op.get("max")) == (-1.0, 1.0)  # noqa: E731
+        numbers = sum(len(op["names"]) for op in formed if op["form"] == "literal" or op["kind"] in gen.MODULE_FIELDS
+                      and default(op))
         constants = lambda source: len(re.findall(r"(?m)^\w+ = ", source))  # noqa: E731
         assert constants(src) == constants(gen.render(plain)) - numbers, seed
         if checked < 8:
