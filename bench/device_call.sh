@@ -78,7 +78,8 @@ print(','.join(s for _, s in best.values()))")
           if [ $step = teacher ]; then seeds=0:720 out=teacher-h200 flags="--trials 4 --time-budget ${TIME_BUDGET:-0.1}"
           else seeds=720:2720 out=teacher-h200-screen flags=--screen; fi
           out=${TEACHER_OUT:-$out}
-          python3 kernelbench/teacher.py --seeds "${TEACHER_SEEDS:-$seeds}" ${TEACHER_FLAGS:-} --out build/teacher > /dev/null
+          python3 kernelbench/teacher.py --seeds "${TEACHER_SEEDS:-$seeds}" ${TEACHER_FLAGS:-} --out build/teacher \
+            > /dev/null
           timeout "${BUDGET:-540}" python3 evaluate.py --tasks build/teacher/tasks/levelG --solutions build/teacher/solutions/levelG \
             --gpu h200 $flags --out "results/$out" 2>&1 | tail -3 ;;
     teacher-heads)  # every teacher solution of HEAD_TASKS transposed-conv tasks beside its 3xTF32-head twin, one run

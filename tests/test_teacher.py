@@ -33,7 +33,8 @@ def fused_feature(source):
 
 # gen._form's forms: constants read from an nn module or written as numbers, and an activation as a module
 FORMS = ("leaky_relu:module", "leaky_relu:literal", "hardtanh:module", "hardtanh:literal", "clamp:literal",
-         "min_const:literal", "max_const:literal", "mul_const:literal", "div_const:literal", "relu:module")
+         "min_const:literal", "max_const:literal", "mul_const:literal", "div_const:literal", "add_const:literal",
+         "sub_const:literal", "relu:module")
 
 
 def sample(size="cpu"):
