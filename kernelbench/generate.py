@@ -501,7 +501,7 @@ LITERAL = ("mul_const", "div_const", "add_const", "sub_const", "leaky_relu", "ha
            "max_const")  # ops whose constants may be written in the line as numbers
 
 
-def literal_fields(op):
+def const_fields(op):
     """The keys of op's constants, in the order its line writes them."""
     k = op["kind"]
     return ("min", "max") if k in ("hardtanh", "clamp") else ("max",) if k == "min_const" else \
@@ -694,15 +694,16 @@ def _render_elementwise(op, s, const):
     form, mod = op.get("form"), op.get("module")  # _form's draw
     literal = form == "literal"
 
-    def attrs(values):  # the op's constants as its line reads them, self.<name> (a module constant and __init__
+    def attrs():  # the op's constants as its line reads them, self.<name> (a module constant and __init__
         # argument, kept as an attribute unless a module keeps it) or numbers; the names; the __init__ lines.
         # Called once per op: each call names new module constants
+        values = [op[f] for f in const_fields(op)]
         if literal:
-            return [repr(float(v)) for _, v in values], [], []
-        names = [const(n, v) for n, v in values]
+            return [repr(float(v)) for v in values], [], []
+        names = [const(n, v) for n, v in zip(op["names"], values)]
         return [f"self.{n}" for n in names], names, [] if form == "module" else [f"self.{n} = {n}" for n in names]
     if k in ("mul_const", "div_const", "add_const", "sub_const"):
-        (v,), _, init = attrs([(op["names"][0], op["value"])])
+        (v,), _, init = attrs()
         sym = {"mul_const": "*", "div_const": "/", "add_const": "+", "sub_const": "-"}[k]
         what = {"mul_const": "multiply by", "div_const": "divide by", "add_const": "add", "sub_const": "subtract"}[k]
         return init, f"x = x {sym} {v}", f"{what} {op['value']}"
@@ -720,23 +721,22 @@ def _render_elementwise(op, s, const):
         return [], "x = x * torch.sigmoid(x)  # Swish", "Swish"
     if k == "leaky_relu":
         if form == "module":  # nn's default slope, 0.01, as level 2's task 54 writes it: no argument
-            args = "" if op["value"] == 0.01 else f"negative_slope={attrs([(op['names'][0], op['value'])])[1][0]}"
+            args = "" if op["value"] == 0.01 else f"negative_slope={attrs()[1][0]}"
             return [f"self.{mod} = nn.LeakyReLU({args})"], f"x = self.{mod}(x)", f"LeakyReLU({op['value']})"
-        (v,), _, init = attrs([(op["names"][0], op["value"])])
+        (v,), _, init = attrs()
         return init, f"x = F.leaky_relu(x, negative_slope={v})", f"LeakyReLU({op['value']})"
     if k in ("hardtanh", "clamp"):
         if k == "hardtanh" and form == "module":  # nn's defaults, [-1, 1]: no arguments
-            names = [] if (op["min"], op["max"]) == (-1.0, 1.0) else \
-                attrs([(op["names"][0], op["min"]), (op["names"][1], op["max"])])[1]
+            names = [] if (op["min"], op["max"]) == (-1.0, 1.0) else attrs()[1]
             args = f"min_val={names[0]}, max_val={names[1]}" if names else ""
             return [f"self.{mod} = nn.Hardtanh({args})"], f"x = self.{mod}(x)", f"Hardtanh({op['min']}, {op['max']})"
-        (a, b), _, init = attrs([(op["names"][0], op["min"]), (op["names"][1], op["max"])])
+        (a, b), _, init = attrs()
         if k == "hardtanh":
             return init, f"x = F.hardtanh(x, min_val={a}, max_val={b})", f"Hardtanh({op['min']}, {op['max']})"
         return init, f"x = torch.clamp(x, min={a}, max={b})", f"clamp to [{op['min']}, {op['max']}]"
     if k in ("min_const", "max_const"):
         bound = "max" if k == "min_const" else "min"  # min(x, v) clamps from above
-        (v,), _, init = attrs([(op["names"][0], op[bound])])
+        (v,), _, init = attrs()
         line = f"x = torch.clamp(x, {bound}={v})  # {k[:3]}(x, {v.removeprefix('self.')})"
         return init, line, f"{k[:3]} with {op[bound]}"
     return None

@@ -121,7 +121,7 @@ class Task:
         if op.get("form") == "module":
             return [f"self.{op['module']}.{field}" for field in gen.MODULE_FIELDS.get(op["kind"], ())]
         if op.get("form") == "literal":
-            return [repr(float(op[f])) for f in gen.literal_fields(op)]
+            return [repr(float(op[f])) for f in gen.const_fields(op)]
         return [f"self.{n}" for n in re.findall(r"self\.(\w+)", self.op_lines[i])]
 
     def shape(self, i):
