@@ -517,10 +517,9 @@ def _form(spec):
     alone, the policy made up names for the constants of level-2 tasks that keep none: `negative_slope`
     (an attribute, or a kernel argument never passed) where task 64 writes 0.01 in the line, in 4 of 4
     builds; `self.lower` where task 10's nn.Hardtanh keeps them (results/level2-verdicts-s3000-vs-s4500.md
-    and the answers it reads). The same
-    ATen kernels either way. Held-out tasks keep the attribute form, so their line reads as before. Drawn
-    only when asked (draw's forms, train_sft.py --task-forms) until the teacher's templates are judged with
-    them on a GPU."""
+    and the answers it reads). The same ATen kernels either way. Held-out tasks keep the attribute form, so
+    their line reads as before. Drawn only when asked (draw's forms, train_sft.py --task-forms) until the
+    teacher's templates are judged with them on a GPU."""
     if cudal1.held_out({"moves": moves(spec)}):
         return
     rng = random.Random(f"forms {spec['seed']}")
