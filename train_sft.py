@@ -101,9 +101,6 @@ parser.add_argument("--generated-dir", default="", help="where the generated tas
                     "go, with their examples kept (examples.pkl) so that a run for the same tasks, device and "
                     "code reads them back instead of building them (generated_examples): builds of several seeds "
                     "can share one; empty: <out>/generated, nothing kept")
-parser.add_argument("--task-forms", action="store_true", help="generated training tasks also write activations "
-                    "as nn modules and constants through them or as numbers, as level 2 does (generate._form; "
-                    "held-out tasks never); off: the attribute form every result before 2026-12-08 trained on")
 parser.add_argument("--torch-repeat", type=int, default=1, help="each plain pair of a generated task whose answer "
                     "is a PyTorch-level move (no kernel) appears this many times in stage 1's data (torch_repeat)")
 parser.add_argument("--plain-pick", default="kernels", choices=("kernels", "ranking"), help="a generated task's "
@@ -301,7 +298,7 @@ def generated_chunk(seeds, out_dir):
     from kernelbench import generate as gen, teacher
     out = []
     for seed in seeds:
-        name, source, meta = gen.generate(seed, gen_size, args.task_forms)
+        name, source, meta = gen.generate(seed, gen_size)
         if cudal1.held_out(meta):
             raise SystemExit(f"generated training task {name} is held out: the split is broken")
         sols = [(move, sol) for move, sol in teacher.solutions(source, meta)
@@ -337,8 +334,7 @@ def generated_examples(n, out_dir):
     for f in (cudal1.__file__, os.path.join(cudal1.ROOT, "kernelbench", "generate.py"),
               os.path.join(cudal1.ROOT, "kernelbench", "teacher.py"), os.path.abspath(__file__)):
         code.update(open(f, "rb").read())
-    key = dict(n=n, sizes=gen_size, kinds=args.kinds, priced=price_moves, target=target, forms=args.task_forms,
-               code=code.hexdigest())
+    key = dict(n=n, sizes=gen_size, kinds=args.kinds, priced=price_moves, target=target, code=code.hexdigest())
     kept = os.path.join(out_dir, "examples.pkl")
     if os.path.exists(kept):
         with open(kept, "rb") as f:  # a file this script wrote

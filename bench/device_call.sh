@@ -73,13 +73,11 @@ print(','.join(s for _, s in best.values()))")
           # judge with a short timing (~215 a call: the >= 500-task check); teacher-screen, RL's screening mode (every
           # rule, 2 trials, 0.3 s of timing, builds beside measuring: 1.3 solutions a second, GPU-bound), for
           # the measured variants stage 1's contrastive pairs show. TEACHER_OUT names a fresh JSONL: the
-          # judge resumes by solution name, so templates changed since (drawn names) need one to be judged again;
-          # TEACHER_FLAGS=--forms: tasks with generate._form's modules and numbers (train_sft --task-forms)
+          # judge resumes by solution name, so templates changed since (drawn names) need one to be judged again
           if [ $step = teacher ]; then seeds=0:720 out=teacher-h200 flags="--trials 4 --time-budget ${TIME_BUDGET:-0.1}"
           else seeds=720:2720 out=teacher-h200-screen flags=--screen; fi
           out=${TEACHER_OUT:-$out}
-          python3 kernelbench/teacher.py --seeds "${TEACHER_SEEDS:-$seeds}" ${TEACHER_FLAGS:-} --out build/teacher \
-            > /dev/null
+          python3 kernelbench/teacher.py --seeds "${TEACHER_SEEDS:-$seeds}" --out build/teacher > /dev/null
           timeout "${BUDGET:-540}" python3 evaluate.py --tasks build/teacher/tasks/levelG --solutions build/teacher/solutions/levelG \
             --gpu h200 $flags --out "results/$out" 2>&1 | tail -3 ;;
     teacher-heads)  # every teacher solution of HEAD_TASKS transposed-conv tasks beside its 3xTF32-head twin, one run

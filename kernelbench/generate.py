@@ -12,9 +12,7 @@ parameter, residual add of the head's output, ReLU, LeakyReLU, GELU, Sigmoid, Ta
 HardSwish, Hardtanh, clamp, min/max with a constant, softmax, logsumexp, sum/mean/max over dims,
 global average pool, max/avg pool, Batch/Group/Layer/InstanceNorm, dropout. The shape is tracked
 through the chain so every op is valid, and so is a range [lo, hi] holding every value the tensor
-can take, which is what lets us say exactly when an op is a no-op or the output a constant. Names,
-the spelling of reductions (_spell) and, in training tasks, where activations and constants live
-(_form: an attribute, an nn module, or a number in the line) are drawn from generators of their own.
+can take, which is what lets us say exactly when an op is a no-op or the output a constant.
 
 Each task comes with the optimisation moves it admits: named rewrites a teacher can apply, each
 exact for every input and every parameter value the task can produce, in training mode as
@@ -50,10 +48,10 @@ tests/test_generate.py checks that 3,000 seeds give >= 2,985 distinct tasks.
 
 The held-out split is cudal1.held_out: a task whose set of moves is one of cudal1.HELD_OUT_MOVES.
 
-    generate(seed, size, forms) -> (name, source, meta)   one task; meta: ops, moves, sites, held_out, ...
-    tasks(start, n, size, split, forms) -> [(name, source, meta)]   n tasks of 'train', 'held_out' or 'all'
+    generate(seed, size) -> (name, source, meta)   one task; meta: ops, moves, sites, held_out, ...
+    tasks(start, n, size, split) -> [(name, source, meta)]   n tasks of 'train', 'held_out' or 'all'
     write(out_dir, name, source, meta)             NAME.py and NAME.json
-    draw(seed, size, forms) -> spec; render(spec) -> source; trace(spec) -> states; moves(spec) -> sites
+    draw(seed, size) -> spec; render(spec) -> source; trace(spec) -> states; moves(spec) -> sites
 """
 
 import argparse
@@ -431,9 +429,8 @@ def _draw_op(rng, kind, s):
     return op
 
 
-def draw(seed, size="gpu", forms=False):
-    """The task of `seed` as a spec: dict(seed, size, head, inputs, out, ops); forms: with _form's draw
-    (train_sft.py --task-forms). render() writes it."""
+def draw(seed, size="gpu"):
+    """The task of `seed` as a spec: dict(seed, size, head, inputs, out, ops). render() writes it."""
     rng, p = random.Random(seed), PROFILES[size]
     head, inputs, out = _head(rng, p)
     spec = dict(seed=seed, size=size, head=head, inputs=inputs, out=out, ops=[])
@@ -454,8 +451,6 @@ def draw(seed, size="gpu", forms=False):
         state = new
     _name(spec)
     _spell(spec)
-    if forms:
-        _form(spec)
     return spec
 
 
@@ -494,58 +489,9 @@ def _spell(spec):
             op["spell"] = dict(method=rng.random() < 0.5, list_dims=rng.random() < 0.5, values=rng.random() < 0.5)
 
 
-MODULES = {"leaky_relu": "LeakyReLU", "hardtanh": "Hardtanh", "relu": "ReLU", "sigmoid": "Sigmoid", "tanh": "Tanh",
-           "gelu": "GELU", "mish": "Mish", "hardswish": "Hardswish"}  # an activation as an nn module
-MODULE_FIELDS = {"leaky_relu": ("negative_slope",), "hardtanh": ("min_val", "max_val")}  # the constants it keeps
-LITERAL = ("mul_const", "div_const", "add_const", "sub_const", "leaky_relu", "hardtanh", "clamp", "min_const",
-           "max_const")  # ops whose constants may be written in the line as numbers
-
-
-def const_fields(op):
-    """The keys of op's constants, in the order its line writes them."""
-    k = op["kind"]
-    return ("min", "max") if k in ("hardtanh", "clamp") else ("max",) if k == "min_const" else \
-        ("min",) if k == "max_const" else ("value",)
-
-
-def _form(spec):
-    """Where a training task's activations and constants live, drawn from a generator of their own (a
-    seed's ops, names, spellings and moves stay): op["form"] 'module' (`self.act = nn.LeakyReLU(
-    negative_slope=negative_slope)` in __init__, `x = self.act(x)` in forward; op["module"] its name) or
-    'literal' (`F.leaky_relu(x, negative_slope=0.01)`, `x * 2.0`: no constant, no __init__ argument);
-    absent, an attribute read in the line as before. Level 2 writes all three; with the attribute form
-    alone, the policy made up names for the constants of level-2 tasks that keep none: `negative_slope`
-    (an attribute, or a kernel argument never passed) where task 64 writes 0.01 in the line, in 4 of 4
-    builds; `self.lower` where task 10's nn.Hardtanh keeps them (results/level2-verdicts-s3000-vs-s4500.md
-    and the answers it reads). The same ATen kernels either way. Held-out tasks keep the attribute form, so
-    their line reads as before. Drawn only when asked (draw's forms, train_sft.py --task-forms) until the
-    teacher's templates are judged with them on a GPU."""
-    if cudal1.held_out({"moves": moves(spec)}):
-        return
-    rng = random.Random(f"forms {spec['seed']}")
-    taken = {spec["head"].get("attr")} | {op.get("attr") for op in spec["ops"]} | \
-        {n for op in spec["ops"] for n in op.get("names", ())}
-    for op in spec["ops"]:
-        k, r = op["kind"], rng.random()
-        if k in MODULE_FIELDS:
-            form = "module" if r < 0.25 else "literal" if r < 0.5 else None
-        elif k in MODULES:
-            form = "module" if r < 0.2 else None
-        else:  # a negative number after + or - (`x - -0.5`) is not how a task is written
-            signed = k in ("add_const", "sub_const") and op["value"] < 0
-            form = "literal" if k in LITERAL and r < 0.2 and not signed else None
-        if form == "module":
-            base = rng.choice((k, "activation", "act"))
-            op["module"] = next(n for n in [base] + [f"{base}{i}" for i in range(2, 99)] if n not in taken)
-            taken.add(op["module"])
-        if form:
-            op["form"] = form
-
-
 def unspelt(spec):
-    """The spec with every op in its first spelling and form: the task as generated before _spell."""
-    drop = ("spell", "form", "module")
-    return dict(spec, ops=[{k: v for k, v in op.items() if k not in drop} for op in spec["ops"]])
+    """The spec with every op in its first spelling: the task as generated before _spell."""
+    return dict(spec, ops=[{k: v for k, v in op.items() if k != "spell"} for op in spec["ops"]])
 
 
 # -----------------------------------------------------------------------------
@@ -690,54 +636,34 @@ def _render_elementwise(op, s, const):
                 "sub_param": "subtract a learned per-channel offset", "mul_param": "multiply by a learned per-channel scale",
                 "div_param": "divide by a learned per-channel divisor"}[k]
         return [f"self.{op['attr']} = nn.Parameter({init_value})"], f"x = x {sym} self.{op['attr']}", what
-    form, mod = op.get("form"), op.get("module")  # _form's draw
-    literal = form == "literal"
-
-    def attrs():  # the op's constants as its line reads them, self.<name> (a module constant and __init__
-        # argument, kept as an attribute unless a module keeps it) or numbers; the names; the __init__ lines.
-        # Called once per op: each call names new module constants
-        values = [op[f] for f in const_fields(op)]
-        if literal:
-            return [repr(float(v)) for v in values], [], []
-        names = [const(n, v) for n, v in zip(op["names"], values)]
-        return [f"self.{n}" for n in names], names, [] if form == "module" else [f"self.{n} = {n}" for n in names]
     if k in ("mul_const", "div_const", "add_const", "sub_const"):
-        (v,), _, init = attrs()
+        name = const(op["names"][0], op["value"])
         sym = {"mul_const": "*", "div_const": "/", "add_const": "+", "sub_const": "-"}[k]
         what = {"mul_const": "multiply by", "div_const": "divide by", "add_const": "add", "sub_const": "subtract"}[k]
-        return init, f"x = x {sym} {v}", f"{what} {op['value']}"
+        return [f"self.{name} = {name}"], f"x = x {sym} self.{name}", f"{what} {op['value']}"
     if k == "residual":
         return [], "x = x + residual", "add the head's output back"
-    word = {"relu": "ReLU", "sigmoid": "Sigmoid", "tanh": "Tanh", "gelu": "GELU", "mish": "Mish",
-            "hardswish": "HardSwish"}
-    if form == "module" and k in word:
-        return [f"self.{mod} = nn.{MODULES[k]}()"], f"x = self.{mod}(x)", word[k]
     if k in ("relu", "sigmoid", "tanh"):
-        return [], f"x = torch.{k}(x)", word[k]
+        return [], f"x = torch.{k}(x)", {"relu": "ReLU", "sigmoid": "Sigmoid", "tanh": "Tanh"}[k]
     if k in ("gelu", "mish", "hardswish"):
-        return [], f"x = F.{k}(x)", word[k]
+        return [], f"x = F.{k}(x)", {"gelu": "GELU", "mish": "Mish", "hardswish": "HardSwish"}[k]
     if k == "swish":
         return [], "x = x * torch.sigmoid(x)  # Swish", "Swish"
     if k == "leaky_relu":
-        if form == "module":  # nn's default slope, 0.01, as level 2's task 54 writes it: no argument
-            args = "" if op["value"] == 0.01 else f"negative_slope={attrs()[1][0]}"
-            return [f"self.{mod} = nn.LeakyReLU({args})"], f"x = self.{mod}(x)", f"LeakyReLU({op['value']})"
-        (v,), _, init = attrs()
-        return init, f"x = F.leaky_relu(x, negative_slope={v})", f"LeakyReLU({op['value']})"
+        name = const(op["names"][0], op["value"])
+        return ([f"self.{name} = {name}"], f"x = F.leaky_relu(x, negative_slope=self.{name})",
+                f"LeakyReLU({op['value']})")
     if k in ("hardtanh", "clamp"):
-        if k == "hardtanh" and form == "module":  # nn's defaults, [-1, 1]: no arguments
-            names = [] if (op["min"], op["max"]) == (-1.0, 1.0) else attrs()[1]
-            args = f"min_val={names[0]}, max_val={names[1]}" if names else ""
-            return [f"self.{mod} = nn.Hardtanh({args})"], f"x = self.{mod}(x)", f"Hardtanh({op['min']}, {op['max']})"
-        (a, b), _, init = attrs()
+        a, b = const(op["names"][0], op["min"]), const(op["names"][1], op["max"])
+        init = [f"self.{a} = {a}", f"self.{b} = {b}"]
         if k == "hardtanh":
-            return init, f"x = F.hardtanh(x, min_val={a}, max_val={b})", f"Hardtanh({op['min']}, {op['max']})"
-        return init, f"x = torch.clamp(x, min={a}, max={b})", f"clamp to [{op['min']}, {op['max']}]"
+            return init, f"x = F.hardtanh(x, min_val=self.{a}, max_val=self.{b})", f"Hardtanh({op['min']}, {op['max']})"
+        return init, f"x = torch.clamp(x, min=self.{a}, max=self.{b})", f"clamp to [{op['min']}, {op['max']}]"
     if k in ("min_const", "max_const"):
         bound = "max" if k == "min_const" else "min"  # min(x, v) clamps from above
-        (v,), _, init = attrs()
-        line = f"x = torch.clamp(x, {bound}={v})  # {k[:3]}(x, {v.removeprefix('self.')})"
-        return init, line, f"{k[:3]} with {op[bound]}"
+        name = const(op["names"][0], op[bound])
+        return ([f"self.{name} = {name}"], f"x = torch.clamp(x, {bound}=self.{name})  # {k[:3]}(x, {name})",
+                f"{k[:3]} with {op[bound]}")
     return None
 
 
@@ -793,13 +719,12 @@ def name_of(spec):
     return f"{spec['seed']}_" + "_".join(t for t in tokens if t)
 
 
-def generate(seed, size="gpu", forms=False):
-    """(name, source, meta) of the task of `seed` (forms: as draw's). meta: seed, size, head, ops (kinds),
-    moves (sorted names), sites ({move: op indices}), stochastic (live dropout reaches the output), held_out,
+def generate(seed, size="gpu"):
+    """(name, source, meta) of the task of `seed`. meta: seed, size, head, ops (kinds), moves (sorted
+    names), sites ({move: op indices}), stochastic (live dropout reaches the output), held_out, and
     degenerate: a norm of a constant, whose variance is rounding noise that the norm divides by
-    sqrt(eps), so the reference is noise too (~0.4% of seeds; tasks() skips them), and forms where drawn
-    (so the teacher draws the same task)."""
-    spec = draw(seed, size, forms)
+    sqrt(eps), so the reference is noise too (~0.4% of seeds; tasks() skips them)."""
+    spec = draw(seed, size)
     states = trace(spec)
     sites = moves(spec, states)
     meta = dict(seed=seed, size=size, head=spec["head"]["kind"], ops=[op["kind"] for op in spec["ops"]],
@@ -807,17 +732,15 @@ def generate(seed, size="gpu", forms=False):
                 inputs=[list(s) for s in spec["inputs"]], output=list(states[-1]["shape"]),
                 degenerate=any(op["kind"] in NORMS and states[i]["const"] for i, op in enumerate(spec["ops"])))
     meta["held_out"] = cudal1.held_out(meta)
-    if forms and not meta["held_out"]:  # _form draws none for a held-out task
-        meta["forms"] = True
     return name_of(spec), render(spec), meta
 
 
-def tasks(start, n, size="gpu", split="train", forms=False):
+def tasks(start, n, size="gpu", split="train"):
     """n tasks (name, source, meta) from seeds start, start+1, ..., keeping those of `split`:
-    'train' (not held out), 'held_out', or 'all'; never a degenerate one. forms: as draw's."""
+    'train' (not held out), 'held_out', or 'all'; never a degenerate one."""
     out, seed = [], start
     while len(out) < n:
-        task = generate(seed, size, forms)
+        task = generate(seed, size)
         if not task[2]["degenerate"] and (split == "all" or task[2]["held_out"] == (split == "held_out")):
             out.append(task)
         seed += 1
@@ -846,10 +769,8 @@ if __name__ == "__main__":
     parser.add_argument("--size", default="gpu", choices=sorted(PROFILES), help="size profile")
     parser.add_argument("--split", default="train", choices=("train", "held_out", "all"),
                         help="which tasks to keep (cudal1.held_out); seeds of the other split are skipped")
-    parser.add_argument("--forms", action="store_true", help="training tasks' activations and constants also "
-                        "as nn modules and numbers (_form)")
     parser.add_argument("--out", required=True, help="folder for NAME.py + NAME.json")
     args = parser.parse_args()
-    for name, source, meta in tasks(args.seed, args.n, args.size, args.split, args.forms):
+    for name, source, meta in tasks(args.seed, args.n, args.size, args.split):
         write(args.out, name, source, meta)
         print(f"{name}.py  moves: {', '.join(meta['moves']) or '-'}")

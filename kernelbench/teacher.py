@@ -81,7 +81,7 @@ class Task:
     lines of its Model's forward (head, residual, one per op)."""
 
     def __init__(self, task_source, meta, cpu=None):
-        self.spec = gen.draw(meta["seed"], meta["size"], meta.get("forms", False))
+        self.spec = gen.draw(meta["seed"], meta["size"])
         if gen.render(self.spec) != task_source:  # a task written before gen._spell (a kept run's) spells as then
             self.spec = gen.unspelt(self.spec)
             if gen.render(self.spec) != task_source:
@@ -113,16 +113,9 @@ class Task:
         """The right-hand side of op i's line: 'x * self.scaling_factor'."""
         return self.op_lines[i].split(" = ", 1)[1].split("  #")[0]
 
-    def consts(self, i):
-        """Op i's constants as Python expressions, in the order its line names them: the attributes it reads
-        (['self.scaling_factor'], ['self.clamp_min', 'self.clamp_max']), its module's (['self.act.negative_slope']),
-        or the numbers it is written with (['0.01']): gen._form."""
-        op = self.ops[i]
-        if op.get("form") == "module":
-            return [f"self.{op['module']}.{field}" for field in gen.MODULE_FIELDS.get(op["kind"], ())]
-        if op.get("form") == "literal":
-            return [repr(float(op[f])) for f in gen.const_fields(op)]
-        return [f"self.{n}" for n in re.findall(r"self\.(\w+)", self.op_lines[i])]
+    def names(self, i):
+        """The attributes op i's line reads: ['scaling_factor'], ['clamp_min', 'clamp_max']."""
+        return re.findall(r"self\.(\w+)", self.op_lines[i])
 
     def shape(self, i):
         """The shape op i sees (i = len(ops): the output)."""
@@ -181,7 +174,7 @@ def _factor(t, i, vec=True):
     """Op i (a multiply or divide) as ('*' or '/', operand)."""
     k = t.ops[i]["kind"]
     operand = _vec(t, i) if k in gen.PARAMS and vec else f"self.{t.ops[i]['attr']}" if k in gen.PARAMS \
-        else t.consts(i)[0]
+        else f"self.{t.names(i)[0]}"
     return ("*" if k in ("mul_const", "mul_param") else "/"), operand
 
 
@@ -197,7 +190,7 @@ def _product(t, idx, vec=True):
 def _shift(t, i, vec=False):
     """Op i (an add or subtract) as a signed term: '+ self.bias', '- self.subtract_value'."""
     k = t.ops[i]["kind"]
-    operand = (_vec(t, i) if vec else f"self.{t.ops[i]['attr']}") if k in gen.PARAMS else t.consts(i)[0]
+    operand = (_vec(t, i) if vec else f"self.{t.ops[i]['attr']}") if k in gen.PARAMS else f"self.{t.names(i)[0]}"
     return ("-" if k in ("sub_const", "sub_param") else "+"), operand
 
 
@@ -258,8 +251,8 @@ def _head(t, call):
 
 
 def _consts(t, i):
-    """The attributes (self.<name>, not parameters) op i reads its constants from: numbers need no key."""
-    return [] if t.ops[i]["kind"] in gen.PARAMS else [c for c in t.consts(i) if c.startswith("self.")]
+    """self.<name> of the constants (not parameters) op i reads."""
+    return [] if t.ops[i]["kind"] in gen.PARAMS else [f"self.{n}" for n in t.names(i)]
 
 
 # -----------------------------------------------------------------------------
@@ -298,14 +291,14 @@ def _const_from(t):
 
 def _pinned(t, j):
     """The value every element holds after op j-1, as an expression."""
-    op, s, consts = t.ops[j - 1], t.states[j - 1], t.consts(j - 1)
+    op, s, names = t.ops[j - 1], t.states[j - 1], t.names(j - 1)
     k = op["kind"]
     if k == "layer_norm":  # x - mean(x) over one element is exactly 0: the output is the bias
         return f"self.{op['attr']}.bias"
     if k in ("min_const", "max_const"):
-        return consts[0]
+        return f"self.{names[0]}"
     if k in ("clamp", "hardtanh"):  # min(max(x, lo), hi) with every x >= hi, or every x <= lo
-        return consts[1] if s["lo"] >= op["max"] else consts[0]
+        return f"self.{names[1]}" if s["lo"] >= op["max"] else f"self.{names[0]}"
     return repr(t.states[j]["lo"])  # softmax over one element: 1.0; ReLU of values <= 0: 0.0
 
 
@@ -497,14 +490,6 @@ class Kernel:
             list(self.ptrs.values()) + list(self.floats.values()) + list(self.sizes.values())
 
 
-def _cfloat(k, t, i, j=0):
-    """Op i's j-th constant in a kernel: a float argument passed from its attribute ('self.scaling_factor'
-    as scaling_factor, 'self.act.negative_slope' as act_negative_slope), or the number the task writes
-    ('0.01f')."""
-    py = t.consts(i)[j]
-    return k.float(py[5:].replace(".", "_"), py) if py.startswith("self.") else f"{py}f"
-
-
 def _c_op(t, i, k, out):
     """C lines applying elementwise op i to v (element index i_, channel c). out: after the row op."""
     op, kind = t.ops[i], t.ops[i]["kind"]
@@ -513,18 +498,22 @@ def _c_op(t, i, k, out):
         name = k.ptr(op["attr"], f"self.{op['attr']}.data_ptr()")
         return [f"v = v {C_OP[kind]} {name}[c];{comment}"]
     if kind in C_OP:
-        return [f"v = v {C_OP[kind]} {_cfloat(k, t, i)};{comment}"]
+        name = t.names(i)[0]
+        return [f"v = v {C_OP[kind]} {k.float(name, f'self.{name}')};{comment}"]
     if kind == "residual":
         return ["v = v + x[i];  // x = x + residual: the head's output, the kernel's input"]
     if kind in ACT:
         return [ACT[kind] + ("" if "//" in ACT[kind] else comment)]
     if kind == "leaky_relu":
-        return [f"v = v > 0.f ? v : v * {_cfloat(k, t, i)};{comment}"]
+        name = t.names(i)[0]
+        return [f"v = v > 0.f ? v : v * {k.float(name, f'self.{name}')};{comment}"]
     if kind in ("hardtanh", "clamp"):
-        return [f"v = fminf(fmaxf(v, {_cfloat(k, t, i)}), {_cfloat(k, t, i, 1)});{comment}"]
+        lo, hi = t.names(i)
+        return [f"v = fminf(fmaxf(v, {k.float(lo, f'self.{lo}')}), {k.float(hi, f'self.{hi}')});{comment}"]
     if kind in ("min_const", "max_const"):
+        name = t.names(i)[0]
         fn = "fminf" if kind == "min_const" else "fmaxf"
-        return [f"v = {fn}(v, {_cfloat(k, t, i)});{comment}"]
+        return [f"v = {fn}(v, {k.float(name, f'self.{name}')});{comment}"]
     if kind == "dropout":
         return [f"// {t.expr(i)}: p = {op['value']}, the identity"]
     raise ValueError(kind)
@@ -1354,14 +1343,12 @@ if __name__ == "__main__":
     parser.add_argument("--size", default="gpu", choices=sorted(gen.PROFILES), help="size profile")
     parser.add_argument("--split", default="train", choices=("train", "held_out"),
                         help="which tasks to write (cudal1.held_out); held-out tasks only when asked for")
-    parser.add_argument("--forms", action="store_true", help="activations and constants also as nn modules and "
-                        "numbers (generate._form)")
     parser.add_argument("--out", required=True, help="folder for tasks/levelG and solutions/levelG")
     args = parser.parse_args()
     start, stop = map(int, args.seeds.split(":"))
     counts, n_tasks = {m: 0 for m in gen.MOVES}, 0
     for seed in range(start, stop):
-        name, source, meta = gen.generate(seed, args.size, args.forms)
+        name, source, meta = gen.generate(seed, args.size)
         if meta["held_out"] != (args.split == "held_out") or meta["degenerate"]:
             continue
         sols = solutions(source, meta)

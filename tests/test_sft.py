@@ -254,17 +254,13 @@ def test_a_shared_generated_dir_is_read_again_only_for_the_same_data(tmp_path):
     # other kinds of solution make other data, so they are built afresh
     cmd = generated_run(tmp_path, "", 3) + ["--generated-dir", str(tmp_path / "shared")]
     runs = {}
-    for name, extra in (("first", []), ("again", ["--seed", "7"]), ("kinds", ["--kinds", "pytorch,cpp"]),
-                        ("forms", ["--task-forms"])):
+    for name, extra in (("first", []), ("again", ["--seed", "7"]), ("kinds", ["--kinds", "pytorch,cpp"])):
         p = subprocess.run(cmd + ["--out", str(tmp_path / name)] + extra, cwd=ROOT, capture_output=True, text=True,
                            timeout=120)
         assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
         runs[name] = p.stdout
     assert "read again" not in runs["first"] and "read again" in runs["again"], runs["again"]
     assert "read again" not in runs["kinds"], runs["kinds"]
-    # --task-forms: other task texts where they draw a form (nn modules, numbers in the lines), so built afresh
-    # too (here the same texts: none of these three draws one; tests/test_generate.py tests the forms)
-    assert "read again" not in runs["forms"], runs["forms"]
     pairs = {name: out.split("plain pairs (")[0].rsplit("\n", 1)[-1] for name, out in runs.items()}
     assert pairs["first"] == pairs["again"], pairs
     assert os.path.isdir(tmp_path / "shared" / "tasks" / "levelG") and not os.path.exists(tmp_path / "again" / "generated")

@@ -31,28 +31,18 @@ def fused_feature(source):
     return "elementwise" if m is None else m.group(1) + ("_1d" if "AvgPool1d" in source else "")
 
 
-# gen._form's forms: constants read from an nn module or written as numbers, and an activation as a module
-FORMS = ("leaky_relu:module", "leaky_relu:literal", "hardtanh:module", "hardtanh:literal", "clamp:literal",
-         "min_const:literal", "max_const:literal", "mul_const:literal", "div_const:literal", "add_const:literal",
-         "sub_const:literal", "relu:module")
-
-
 def sample(size="cpu"):
-    """Seeds whose tasks give PER_MOVE solutions of each move, a fused kernel of each template and row
-    or window op, and each of FORMS (drawn with generate._form): the first seeds that add something, so the
-    sample stays small. Each task's solutions are the CPU's (a C++ fused epilogue) and, after them, its
-    fused epilogue in CUDA."""
+    """Seeds whose tasks give PER_MOVE solutions of each move and a fused kernel of each template and
+    row or window op: the first seeds that add something, so the sample stays small. Each task's
+    solutions are the CPU's (a C++ fused epilogue) and, after them, its fused epilogue in CUDA."""
     want = collections.Counter({m: PER_MOVE for m in gen.MOVES})
     want.update({k: 1 for k in ("elementwise", "sum", "mean", "max", "logsumexp", "softmax", "global_avg_pool",
                                 "batch_norm", "group_norm", "layer_norm", "instance_norm", "max_pool", "avg_pool")})
-    want.update({f: 2 for f in FORMS})
     chosen, seed = {}, 0
     while +want and seed < 5000:
-        name, source, meta = gen.generate(seed, size, forms=True)
+        name, source, meta = gen.generate(seed, size)
         sols = teacher.solutions(source, meta)
         adds = [m for m, _ in sols] + [fused_feature(s) for m, s in sols if m == "fuse_epilogue"]
-        if sols:
-            adds += [f"{op['kind']}:{op['form']}" for op in gen.draw(seed, size, True)["ops"] if op.get("form")]
         if any(want[a] > 0 for a in adds):
             chosen[seed] = (name, source, meta, sols, dict(teacher.solutions(source, meta, cpu=False)).get("fuse_epilogue"))
             want.subtract(adds)
@@ -180,7 +170,7 @@ def test_fused_solutions_pack_their_kernel_arguments(tmp_path, monkeypatch):
 
 def test_deterministic():
     for name, source, meta, sols, cuda in list(SAMPLE.values())[:10]:
-        again = gen.generate(meta["seed"], meta["size"], meta.get("forms", False))
+        again = gen.generate(meta["seed"], meta["size"])
         assert teacher.solutions(again[1], again[2]) == sols
         assert dict(teacher.solutions(again[1], again[2], cpu=False)).get("fuse_epilogue") == cuda
 
@@ -198,7 +188,7 @@ def test_each_solution_applies_its_one_move():
     forward (as many times), and the ops it removes are gone."""
     seen = set()
     for name, source, meta, sols, cuda in SAMPLE.values():
-        spec = gen.draw(meta["seed"], meta["size"], meta.get("forms", False))
+        spec = gen.draw(meta["seed"], meta["size"])
         ops, sites = spec["ops"], meta["sites"]
         ref = forward_lines(source, "Model")
         lines = ref[len(ref) - 1 - len(ops):-1]  # one per op (the head and the residual line come first)
