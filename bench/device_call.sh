@@ -107,12 +107,18 @@ print(','.join(s for _, s in best.values()))")
                 # out/hHELD-SFT_TAG-sSEED (~430 s on an H100 at the default's 4500 steps, ~550 s the first call, which
                 # builds the data; 128 tasks: a 95% band of about +-7% on one build's geomean);
                 # the folders carry SFT_TAG, so two recipes of one seed on one machine never share (or resume) one;
-                # the generated data is shared (train_sft --generated-dir): a later build on a warm machine reads it
-          s=${SEED:-1}; t=${SFT_TAG:-stage1}; mkdir -p build
-          python3 train_sft.py --out out/sft-$t-s$s --rounds 0 --held-out-tasks 0 --log-every 500 --seed $s \
-            --generated-dir out/shared/generated ${SFT_FLAGS:-} \
-            --report "results/curriculum-$CARD-$t-s$s" > build/sft-$t-s$s.log 2>&1
-          grep -h "read again\|data ready" build/sft-$t-s$s.log; tail -3 build/sft-$t-s$s.log
+                # the generated data is shared (train_sft --generated-dir): a later build on a warm machine reads it;
+                # a call cut off in the line (a first call on a slow H100 can pass 600 s) is the same command again on
+                # the warm machine: a finished stage 1 (its report, train_sft's last act) is not run twice
+          s=${SEED:-1}; t=${SFT_TAG:-stage1}; r=results/curriculum-$CARD-$t-s$s; mkdir -p build
+          if test -f out/sft-$t-s$s/report.json; then
+            echo "out/sft-$t-s$s: stage 1 finished in an earlier call, its held-out line only"
+            cp out/sft-$t-s$s/report.md $r.md; cp out/sft-$t-s$s/report.json $r.json  # results/ is not kept between calls
+          else
+            python3 train_sft.py --out out/sft-$t-s$s --rounds 0 --held-out-tasks 0 --log-every 500 --seed $s \
+              --generated-dir out/shared/generated ${SFT_FLAGS:-} --report $r > build/sft-$t-s$s.log 2>&1
+            grep -h "read again\|data ready" build/sft-$t-s$s.log; tail -3 build/sft-$t-s$s.log
+          fi
           pack  # the report comes back even if the call's time runs out during the line below
           python3 train_rl.py --init out/sft-$t-s$s --out out/h${HELD:-128}-$t-s$s --steps 0 --held-out-tasks "${HELD:-128}" \
             --resample "${RESAMPLE:-0}" --second-try 0 2>&1 | tail -1 ;;
