@@ -4,7 +4,8 @@ Each recipe is a list of builds, one train_rl.py held_out_answers.jsonl per buil
 results/ keeps them), all read on the same held-out generated tasks; a file's last step and first attempts
 (the greedy answers) are its line. Per build: the share correct and the geomean speedup (a failure counts
 1.00x) over all generated tasks, split by whether the task admits the fused epilogue (its teacher writes one),
-and level 2's correct answers; summed over a recipe's builds, how its level-2 answers failed (level2_verdicts).
+and level 2's correct answers; summed over a recipe's builds, how its level-2 answers failed (level2_verdicts),
+and the share correct by the number of ops a task's name lists after its head (by_ops), generated and level 2 apart.
 Then B against A paired by task: each task's mean log speedup over a recipe's builds, B's minus A's, averaged
 over tasks (the ratio of the two recipes' geomeans), with a 95% interval from resampling the tasks. Two builds
 of one seed disagree on about a quarter of the verdicts (the greedy answers sit on near-ties:
@@ -58,6 +59,29 @@ def level2_verdicts(rows):
     return out
 
 
+HEADS = ("Gemm", "Matmul", "BMM", "Conv")  # a name's first op token that is the head (Conv2d, ConvTranspose3D, ...)
+
+
+def ops_named(key):
+    """How many ops follow the head in a task's name ('59_Matmul_Swish_Scaling': 2), KernelBench's naming
+    and the generator's alike: one token an op, where level 2 names them one by one (a few fold two ops
+    into a token, such as 'Scale')."""
+    tokens = os.path.basename(key)[:-len(".py")].split("_")[1:]
+    return len(tokens) - bool(tokens and tokens[0].startswith(HEADS))
+
+
+def by_ops(builds):
+    """{(level, ops named): [correct, answers]} over every build's greedy answers (ops named: ops_named,
+    capped at 6): whether level 2 fails because its chains are longer than the generated tasks'."""
+    out = {}
+    for build in builds:
+        for k, (ok, _) in build.items():
+            c = out.setdefault(("level 2" if k.startswith("level2/") else "generated", min(ops_named(k), 6)), [0, 0])
+            c[0] += ok
+            c[1] += 1
+    return out
+
+
 def cell(values):
     """'K of N (P%), G.GGx' over (correct, log speedup) pairs."""
     if not values:
@@ -106,6 +130,13 @@ def main(argv=None):
     for name, builds in answers.items():
         counts = [level2_verdicts(rows) for rows in builds]
         md.append(f"| {name} | " + " | ".join(str(sum(c[v] for c in counts)) for v in VERDICTS) + " |")
+    counts = {name: by_ops(lines) for name, lines in recipes.items()}
+    cols = sorted({c for n in counts.values() for c in n})
+    md += ["", "Correct by the number of ops after the head (read from the task's name), over each recipe's builds:",
+           "", "| recipe | " + " | ".join(f"{lvl}, {n}{'+' if n == 6 else ''}" for lvl, n in cols) + " |",
+           "|---|" + "---|" * len(cols)]
+    for name, n in counts.items():
+        md.append(f"| {name} | " + " | ".join(f"{n[c][0]} of {n[c][1]}" if c in n else "-" for c in cols) + " |")
     mean = {name: {k: [b[k][1] for b in lines if k in b] for k in keys} for name, lines in recipes.items()}
     both = [k for k in keys if mean["A"][k] and mean["B"][k]]
     diff = [sum(mean["B"][k]) / len(mean["B"][k]) - sum(mean["A"][k]) / len(mean["A"][k]) for k in both]

@@ -204,6 +204,13 @@ def test_held_out_compare_pairs_two_recipes_builds_by_task(tmp_path):
     assert "4 of 4 (100%), 2.00x | 1 of 2 |" in text, text  # B: its last step, first attempts only
     assert "| A | 0 | 0 | 0 | 0 | 0 | 0 |" in text and "| B | 1 | 0 | 0 | 1 | 0 | 0 |" in text, text  # by verdict
     assert "A 1.000x, B 2.000x, B/A 2.000x, 95% interval 2.000-2.000x" in text, text
+    # correct by the ops a name lists after its head: B's two level-2 answers name one op each, one passes
+    assert [held_out_compare.ops_named(k) for k in ("level2/59_Matmul_Swish_Scaling.py", "level2/17_Conv2D_X_Y.py",
+                                                    "levelG/15_Multiply_Multiply_LeakyReLU.py")] == [2, 2, 3]
+    lines = text.splitlines()
+    at = next(i for i, r in enumerate(lines) if r.startswith("| recipe | generated"))
+    head, a_row, b_row = lines[at], lines[at + 2], lines[at + 3]
+    assert head.endswith("| level 2, 1 |") and a_row.endswith("| - |") and b_row.endswith("| 1 of 2 |"), lines[at:]
     with pytest.raises(SystemExit, match="no such answers file"):
         held_out_compare.main(["--a", str(tmp_path / "none.jsonl"), "--b", str(b)])
 
