@@ -101,8 +101,6 @@ parser.add_argument("--generated-dir", default="", help="where the generated tas
                     "go, with their examples kept (examples.pkl) so that a run for the same tasks, device and "
                     "code reads them back instead of building them (generated_examples): builds of several seeds "
                     "can share one; empty: <out>/generated, nothing kept")
-parser.add_argument("--torch-repeat", type=int, default=1, help="each plain pair of a generated task whose answer "
-                    "is a PyTorch-level move (no kernel) appears this many times in stage 1's data (torch_repeat)")
 parser.add_argument("--plain-pick", default="kernels", choices=("kernels", "ranking"), help="a generated task's "
                     "fastest move (fastest_plain): kernels, the fewest kernels launched (teacher.kernel_cost), a tie "
                     "to the ranking; ranking, the best judged geomean over all tasks")
@@ -626,23 +624,6 @@ def encode_shown(pairs):
 plain = examples if args.every_move else fastest_plain(examples, move_speeds)
 names = [cudal1.solution_name(e["path"]) for e in plain]
 taught = Counter(teacher.move_of(name) for name in names if name.startswith("levelG/"))
-
-
-def torch_repeat(plain, k):
-    """`plain` with each generated task's PyTorch-level answer (a solution running no kernel of its own)
-    k times over: more practice at the move that restates the task's forward with one op dropped, moved
-    or folded. At the GPU default the policy's greedy held-out answers of those moves passed 0-62% by
-    move, its fused epilogues 82-91%; 1 in 5 training tasks admits only such moves, 1 in 3 held-out ones
-    (results/curriculum-h100-g120000-kernels-seeds.md). At k=3 (48% of the plain pairs such, not 24%;
-    three seeds, 128 held-out tasks, one H100) it trades one skill for the other: the torch-only tasks
-    pass 55-74% (the default 33-64%), the fused-admitting ones 50-63% (67-79%), 52-62% correct overall
-    against 63-68%, 1.17-1.31x against 1.23-1.28x (results/curriculum-h100-g120000-torch3-seeds.md): off
-    by default, a knob for a longer stage 1."""
-    torch_level = [e for e in plain if cudal1.solution_name(e["path"]).startswith("levelG/")
-                   and cudal1.solution_kind(e["code"]) == "pytorch"]
-    return plain + torch_level * (k - 1)
-
-
 if len(plain) < len(examples):
     ranked = sorted(move_speeds, key=move_speeds.get, reverse=True)
     multi = Counter(e["task"] for e in gen_examples)
@@ -657,11 +638,6 @@ if len(plain) < len(examples):
                     + [f"{m} {n} (unranked)" for m, n in sorted(taught.items()) if m not in move_speeds]))
 elif gen_examples and not args.every_move and not move_speeds:
     say(f"no judged teacher moves in {args.speedups}: every generated solution makes a plain pair")
-if args.torch_repeat > 1:
-    n = len(plain)
-    plain = torch_repeat(plain, args.torch_repeat)
-    say(f"--torch-repeat {args.torch_repeat}: {(len(plain) - n) // (args.torch_repeat - 1)} PyTorch-level plain pairs "
-        f"of generated tasks repeated, {len(plain)} plain pairs in all")
 data = encode([(e["prompt"], e["answer"]) for e in plain])
 n_plain = len(data)
 shown_pairs = cpairs + rpairs + spairs

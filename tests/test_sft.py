@@ -240,13 +240,6 @@ def test_a_generated_tasks_plain_pair_is_its_move_of_fewest_kernels(tmp_path):
     assert moves["kernels"]["fold_scale_into_weights"] == 1 and "fold_scale_into_weights" not in moves["ranking"]
     solved = len(reports["kernels"]["generated_tasks"])  # one plain pair per generated task with a solution here
     assert sum(moves["kernels"].values()) == sum(moves["ranking"].values()) == solved >= 2, moves
-    # --torch-repeat 3: each generated task's PyTorch-level plain pair (every one here: --kinds pytorch) three
-    # times over, the library's file once
-    p = subprocess.run(cmd + ["kernels", "--out", str(tmp_path / "repeat"), "--torch-repeat", "3"], cwd=ROOT,
-                       capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    assert f"--torch-repeat 3: {solved} PyTorch-level plain pairs" in p.stdout, p.stdout
-    assert f"{1 + 3 * solved} plain pairs (" in p.stdout, p.stdout
 
 
 def test_a_shared_generated_dir_is_read_again_only_for_the_same_data(tmp_path):
