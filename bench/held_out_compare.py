@@ -130,12 +130,12 @@ def main(argv=None):
     for name, builds in answers.items():
         counts = [level2_verdicts(rows) for rows in builds]
         md.append(f"| {name} | " + " | ".join(str(sum(c[v] for c in counts)) for v in VERDICTS) + " |")
-    counts = {name: by_ops(lines) for name, lines in recipes.items()}
-    cols = sorted({c for n in counts.values() for c in n})
+    lengths = {name: by_ops(lines) for name, lines in recipes.items()}
+    cols = sorted({c for n in lengths.values() for c in n})
     md += ["", "Correct by the number of ops after the head (read from the task's name), over each recipe's builds:",
            "", "| recipe | " + " | ".join(f"{lvl}, {n}{'+' if n == 6 else ''}" for lvl, n in cols) + " |",
            "|---|" + "---|" * len(cols)]
-    for name, n in counts.items():
+    for name, n in lengths.items():
         md.append(f"| {name} | " + " | ".join(f"{n[c][0]} of {n[c][1]}" if c in n else "-" for c in cols) + " |")
     mean = {name: {k: [b[k][1] for b in lines if k in b] for k in keys} for name, lines in recipes.items()}
     both = [k for k in keys if mean["A"][k] and mean["B"][k]]
