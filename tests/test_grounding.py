@@ -1,6 +1,7 @@
 """The bench/ analyses of answers and moves: grounding.py (which attributes an answer reads that its task does
-not define), held_out_moves.py (the move each held-out answer writes), move_pick.py (a move by a cost model) and
-level2_probe.py (held-out level-2 answers under edits of the task text)."""
+not define), held_out_moves.py (the move each held-out answer writes), move_pick.py (a move by a cost model),
+level2_probe.py (held-out level-2 answers under edits of the task text) and constant_outputs.py (tasks whose
+output never moves)."""
 import ast
 import os
 import sys
@@ -239,3 +240,14 @@ def test_level2_probe_edits_a_task_text_and_tallies_answers(tmp_path):
     assert level2_probe.main(["--init", str(tmp_path / "sft"), "--max-new-tokens", "4", "--out", str(out)]) == 0
     rows = [line for line in out.read_text().splitlines() if line.startswith("| ") and " of 20 |" in line]
     assert [r.split(" | ")[1:] for r in rows] == [["0 of 20", "0 |"]] * len(level2_probe.VARIANTS)
+
+
+def test_constant_outputs_tells_a_pinned_output_from_one_that_moves():
+    import constant_outputs
+    task = ("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def __init__(self, bound):\n"
+            "        super().__init__()\n        self.bound = bound\n\n    def forward(self, x):\n"
+            "        return torch.clamp(torch.relu(x) + 1.0, max=self.bound)\n\n\n"
+            "def get_inputs():\n    return [torch.randn(4, 8)]\n\n\ndef get_init_inputs():\n    return [BOUND]\n")
+    # relu(x) + 1 >= 1, so a max of 0.5 pins every value; a max of 2.0 leaves those below it alone
+    assert constant_outputs.study(task.replace("BOUND", "0.5"), seed=0) == (True, True)
+    assert constant_outputs.study(task.replace("BOUND", "2.0"), seed=0) == (False, False)
