@@ -7,7 +7,7 @@ Hardtanh after it always saturates, a min that a 10-sigma value would be needed 
 constant answer the judge passes, because it compares on drawn inputs: a fast move the teacher never
 shows, which RL can find. Tasks the teacher marks but whose output moves would be a teacher bug.
 
-    python bench/constant_outputs.py --split held_out --n 128 --out results/constant-outputs-cpu.md
+    python bench/constant_outputs.py --split held_out --n 128 --out results/constant-outputs-held-out-cpu.md
 """
 import argparse
 import os
