@@ -106,6 +106,8 @@ train: setup
 # its end (--held-out-every 1000): with its second try (--second-try) and that try's control
 # (--resample: a second answer to the plain prompt, sampled) an evaluation costs about 1.5 minutes;
 # RL_FLAGS="--resample K" (start line and runs alike) samples K and adds the '... sampled' line, their mean
+# Run again (more SEEDS, or after a machine's time limit cut it off), it goes on where it stopped: a run
+# resumes for the minutes it has left, one that had them all takes no more steps (train_rl --time-limit).
 ABLATION_MINUTES ?= 3
 SEEDS ?= 1
 .PHONY: rl-ablation

@@ -111,8 +111,9 @@ parser.add_argument("--update-tokens", type=int, default=-1, help="at most this 
                     "1000 + 1024 tokens peaked at 118 GiB on an H200; 12288 itself is not yet measured), else 0")
 # ---- optimization
 parser.add_argument("--steps", type=int, default=-1, help="RL steps in all, a resumed run included; -1: device default")
-parser.add_argument("--time-limit", type=float, default=-1, help="minutes of RL steps (held-out evaluations not "
-                    "counted); stop and save after the step that passes it; 0: none; -1: device default")
+parser.add_argument("--time-limit", type=float, default=-1, help="minutes of RL steps in all, a resumed run "
+                    "included (held-out evaluations not counted); stop and save after the step that passes it; "
+                    "0: none; -1: device default")
 parser.add_argument("--lr", type=float, default=-1, help="constant learning rate; -1: device default")
 parser.add_argument("--weight-decay", type=float, default=0.0)
 parser.add_argument("--grad-clip", type=float, default=1.0, help="max gradient norm; 0: off")
@@ -711,7 +712,8 @@ def write_candidate(a, step):
 def save():
     if master:
         cudal1.save_checkpoint(args.out, model, tok, {"settings": vars(args), "step": step, "stage": "rl",
-                                                      "init": args.init}, optimizer)
+                                                      "init": args.init, "rl_seconds": time.time() - t_start},
+                               optimizer)
 
 
 def sample(step):
@@ -821,9 +823,17 @@ def log_step(step, answers, rejudged, n_shown, loss, kl, times):
 
 
 # ---- the loop: sample -> judge -> reward -> advantage -> step -> bank
-t_start = time.time()
+# --time-limit counts a resumed run's earlier steps, as --steps does: one cut off by a machine's time limit
+# resumes for what is left, and one that ran to its limit takes no more steps (make rl-ablation run again)
+t_start = time.time() - (meta.get("rl_seconds", 0.0) if resumed else 0.0)
+out_of_time = lambda: args.time_limit > 0 and time.time() - t_start > 60 * args.time_limit
+stop = torch.tensor(float(out_of_time()), device=device)  # rank 0's clock decides for everyone
+if ddp:
+    dist.broadcast(stop, 0)
+if stop.item():
+    say(f"the run has had its {args.time_limit:g} min of RL steps: no more")
 held_at = -1  # the step the split was last measured at
-while step < args.steps:
+while step < args.steps and not stop.item():
     if held_groups and step % args.held_out_every == 0:
         t_start += log_held_out(step)  # measuring is not training: --time-limit counts the steps alone
         held_at = step
@@ -853,7 +863,7 @@ while step < args.steps:
 
     # ---- save; stop at the time limit (rank 0's clock decides for everyone)
     step += 1
-    stop = torch.tensor(float(args.time_limit > 0 and time.time() - t_start > 60 * args.time_limit), device=device)
+    stop = torch.tensor(float(out_of_time()), device=device)
     if ddp:
         dist.broadcast(stop, 0)
     if step % args.save_every == 0 or step == args.steps or stop.item():

@@ -388,6 +388,20 @@ def test_code_the_bank_measured_is_not_judged_again(tmp_path):
     assert bank.best(TASK)["record"]["speedup"] == 1.5 and len(bank.correct(TASK)) == 2  # the reference and the answer
 
 
+def test_a_run_that_had_its_minutes_takes_no_more_when_run_again(tmp_path):
+    # --time-limit counts a resumed run's earlier steps, as --steps does: make rl-ablation run again over the
+    # same seeds (a device call cut off, more SEEDS added) leaves a finished arm as it was
+    run, out, prompts = rl_runner(tmp_path, fake_judge=True)
+    p = run(4, "--time-limit", "0.0001")  # 6 ms: the limit is passed by the first step
+    assert "time limit of 0.0001 min reached at step 1" in p.stdout, p.stdout
+    p = run(4, "--time-limit", "0.0001")
+    assert f"resumed {out} at step 1" in p.stdout and "had its 0.0001 min of RL steps" in p.stdout, p.stdout
+    assert [json.loads(line)["step"] for line in open(out / "log.jsonl")] == [0]
+    assert json.load(open(out / "config.json"))["step"] == 1
+    p = run(4, "--time-limit", "0")  # no limit: the same run goes on to its --steps
+    assert [json.loads(line)["step"] for line in open(out / "log.jsonl")] == [0, 1, 2, 3], p.stdout
+
+
 def test_rl_resumes_after_a_kill(tmp_path):
     run, out, prompts = rl_runner(tmp_path, fake_judge=True)  # the real one is tested above; this is about state
     # the stand-in's 1.5x is "implausible" (and a new best): judged twice. Four steps, so a kill after the first
