@@ -826,14 +826,21 @@ def log_step(step, answers, rejudged, n_shown, loss, kl, times):
 # --time-limit counts a resumed run's earlier steps, as --steps does: one cut off by a machine's time limit
 # resumes for what is left, and one that ran to its limit takes no more steps (make rl-ablation run again)
 t_start = time.time() - (meta.get("rl_seconds", 0.0) if resumed else 0.0)
-out_of_time = lambda: args.time_limit > 0 and time.time() - t_start > 60 * args.time_limit
-stop = torch.tensor(float(out_of_time()), device=device)  # rank 0's clock decides for everyone
-if ddp:
-    dist.broadcast(stop, 0)
-if stop.item():
+
+
+def out_of_time():
+    """Whether the run has had its --time-limit of RL steps, by rank 0's clock, which decides for everyone."""
+    stop = torch.tensor(float(args.time_limit > 0 and time.time() - t_start > 60 * args.time_limit), device=device)
+    if ddp:
+        dist.broadcast(stop, 0)
+    return bool(stop.item())
+
+
+stop = out_of_time()
+if stop:
     say(f"the run has had its {args.time_limit:g} min of RL steps: no more")
 held_at = -1  # the step the split was last measured at
-while step < args.steps and not stop.item():
+while step < args.steps and not stop:
     if held_groups and step % args.held_out_every == 0:
         t_start += log_held_out(step)  # measuring is not training: --time-limit counts the steps alone
         held_at = step
@@ -861,14 +868,12 @@ while step < args.steps and not stop.item():
     update_bank(answers, step)
     log_step(step, answers, rejudged, n_shown, loss, kl, (t0, t1, t2, t3))
 
-    # ---- save; stop at the time limit (rank 0's clock decides for everyone)
+    # ---- save; stop at the time limit
     step += 1
-    stop = torch.tensor(float(out_of_time()), device=device)
-    if ddp:
-        dist.broadcast(stop, 0)
-    if step % args.save_every == 0 or step == args.steps or stop.item():
+    stop = out_of_time()
+    if step % args.save_every == 0 or step == args.steps or stop:
         save()
-    if stop.item():
+    if stop:
         say(f"time limit of {args.time_limit:g} min reached at step {step}")
         break
 
