@@ -4,7 +4,6 @@ models and byte-level BPE tokenizers trained on our tasks and kernels are built 
 import glob
 import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -13,6 +12,7 @@ import torch
 
 import cudal1
 import cudal1_hf
+import warm
 
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")
@@ -295,7 +295,7 @@ def test_stages_start_from_a_pretrained_checkpoint(tmp_path):
            "--kernels", str(tmp_path / "kernels"), "--tasks", os.path.join(ROOT, "kernelbench"), "--kinds", "pytorch",
            "--speedups", "none.jsonl", "--batch-size", "1", "--rounds", "0", "--out", str(tmp_path / "sft")]
     for steps, said in (("2", "starting from"), ("3", "resumed")):
-        p = subprocess.run(sft + ["--steps", steps], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        p = warm.run(sft + ["--steps", steps], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
         assert p.returncode == 0 and said in p.stdout, p.stdout[-3000:] + p.stderr[-3000:]
     assert json.load(open(tmp_path / "sft" / "config.json"))["architectures"] == ["Qwen2ForCausalLM"]
     assert json.load(open(tmp_path / "sft" / "cudal1.json"))["step"] == 3
@@ -304,7 +304,7 @@ def test_stages_start_from_a_pretrained_checkpoint(tmp_path):
           "--num-samples", "2", "--max-new-tokens", "8", "--min-answer-tokens", "8", "--seed-bank", "",
           "--out", str(tmp_path / "rl")]
     for steps, said in (("1", "starting from"), ("2", "resumed")):
-        p = subprocess.run(rl + ["--steps", steps], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        p = warm.run(rl + ["--steps", steps], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
         assert p.returncode == 0 and said in p.stdout, p.stdout[-3000:] + p.stderr[-3000:]
     model, tok, meta = cudal1.load_checkpoint(str(tmp_path / "rl"))
     assert meta["stage"] == "rl" and meta["step"] == 2 and tok.end_id == tok.added["<|im_end|>"]

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 
 import cudal1
 import evaluate
+import warm
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FAST = dict(device="cpu", trials=4, warmup=1, iters=6, min_iters=3, time_budget=0.5, timeout=60, jobs=2)
@@ -602,8 +603,8 @@ def test_cpu_solution_not_timed_on_gpu():
 
 
 def run_cli(*args, **kw):
-    return subprocess.run([sys.executable, os.path.join(ROOT, "evaluate.py"), *args],
-                          capture_output=True, text=True, cwd=ROOT, **kw)
+    return warm.run([sys.executable, os.path.join(ROOT, "evaluate.py"), *args],
+                    capture_output=True, text=True, cwd=ROOT, **kw)
 
 
 @pytest.mark.parametrize("args, says", [

@@ -3,8 +3,8 @@ cudal1_hf.config_from_hf, a stage-1 step, decode both ways, a stage-3 step), wit
 counts checked against the model cards on the way, and a table with every row and a number in each cell the
 CPU can fill (MFU and peak memory need a GPU)."""
 import os
-import subprocess
 import sys
+import warm
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MEASUREMENTS = ["stage 1 train step", "decode, graph=False", "decode, graph=True", "stage 3 sample",
@@ -13,8 +13,8 @@ MEASUREMENTS = ["stage 1 train step", "decode, graph=False", "decode, graph=True
 
 def test_tiny_run_fills_the_table(tmp_path):
     out = tmp_path / "shapes.md"
-    r = subprocess.run([sys.executable, "bench/pretrained_shapes.py", "--tiny", "--out", str(out)], cwd=ROOT,
-                       capture_output=True, text=True, timeout=300, env=dict(os.environ, OMP_NUM_THREADS="1"))
+    r = warm.run([sys.executable, "bench/pretrained_shapes.py", "--tiny", "--out", str(out)], cwd=ROOT,
+                 capture_output=True, text=True, timeout=300, env=dict(os.environ, OMP_NUM_THREADS="1"))
     assert r.returncode == 0, r.stderr[-2000:]
     text = out.read_text()
     assert r.stdout.strip() == text.strip()  # the same table to stdout and to the file

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import cudal1
+import warm
 
 
 def entry(source, speedup, correct=True):
@@ -296,7 +297,7 @@ def rl_runner(tmp_path, fake_judge=False, good=RELU):
                "--held-out-tasks", "0", *flags]  # an empty bank unless a test seeds it; the split: test_split.py
         if not wait:
             return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+        p = warm.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
         assert p.returncode == 0, p.stdout + p.stderr
         return p
 
@@ -570,7 +571,7 @@ def test_two_gloo_ranks_gather_every_answer_and_keep_one_bank(tmp_path):
            "--seed-bank", "", "--min-answer-tokens", "512", "--held-out-tasks", "0"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     for _ in range(3):
-        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+        p = warm.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
         if not (p.returncode and "terminate called without an active exception" in p.stdout + p.stderr):
             break
         # gloo's threads torn down at interpreter exit, after the run's last act (cudal1.end_run): seen in CI
@@ -894,8 +895,8 @@ def test_rl_report_counts_the_second_halfs_constant_outputs(tmp_path):
                 (3, C, 1, const, "ok", 1.44),
                 (0, L, 1, fused, "ok", 1.0), (3, L, 1, const, "ok", 3.0))))
         runs.append(str(d))
-    p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "rl_report.py"), *runs], cwd=ROOT,
-                       capture_output=True, text=True, timeout=60)
+    p = warm.run([sys.executable, os.path.join(ROOT, "bench", "rl_report.py"), *runs], cwd=ROOT,
+                 capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr[-2000:]
     assert "- commits abc, def, GPU TestGPU" in p.stdout, p.stdout[:1000]
     row = {}  # each run's first row: the per-run table's
@@ -968,8 +969,8 @@ def test_rl_report_names_runs_by_the_setting_they_differ_in(tmp_path):
         (d / "held_out.jsonl").write_text("".join(json.dumps(dict(step=s, stats=stats)) + "\n" for s in (0, 1)))
         runs.append(str(d))
     out = tmp_path / "report.md"
-    p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "rl_report.py"), *runs, "--out", str(out)],
-                       cwd=ROOT, capture_output=True, text=True, timeout=60)
+    p = warm.run([sys.executable, os.path.join(ROOT, "bench", "rl_report.py"), *runs, "--out", str(out)],
+                 cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr[-2000:]
     text = out.read_text()
     assert "| contrastive rl_cover=? seed 1 |" in text and "| contrastive rl_cover=3 seed 1 |" in text, text
@@ -1005,8 +1006,8 @@ def report_on_a_fresh_task(tmp_path, rows, seed_speedup=None, log_steps=None):
     (run / "log.jsonl").write_text("".join(json.dumps(dict(
         step=s, reward_mean=0.0, parsed=1.0, compiled=1.0, correct=1.0, composed=0, exemplars=0, best={},
         statuses={"ok": 1}, elapsed_s=10.0)) + "\n" for s in sorted({r["step"] for r in answers})[:log_steps]))
-    p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "rl_report.py"), str(run)],
-                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    p = warm.run([sys.executable, os.path.join(ROOT, "bench", "rl_report.py"), str(run)],
+                 cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-2000:]
     return p.stdout, move
 

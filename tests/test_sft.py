@@ -2,12 +2,12 @@
 import ast
 import json
 import os
-import subprocess
 import sys
 
 import cudal1
 import evaluate
 import torch
+import warm
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RELU = '''"""ReLU as clamp_min: one elementwise pass over x, the same memory traffic as torch.relu."""
@@ -49,19 +49,19 @@ def test_contrastive_pairs_from_measured_solutions(tmp_path):
            "--tasks", os.path.join(ROOT, "kernelbench"), "--kinds", "pytorch", "--device", "cpu", "--n-layer", "1",
            "--n-head", "2", "--n-embd", "32", "--block-size", "2048", "--vocab-size", "259", "--steps", "0",
            "--rounds", "0", "--out", str(tmp_path / "out")]
-    p = subprocess.run(cmd + ["--speedups", str(tmp_path / "speedups.jsonl")], cwd=ROOT, capture_output=True,
-                       text=True, timeout=120)
+    p = warm.run(cmd + ["--speedups", str(tmp_path / "speedups.jsonl")], cwd=ROOT, capture_output=True,
+                 text=True, timeout=120)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert "2 contrastive pairs over 2 tasks; 1 of 5 solutions have no 'ok' record" in p.stdout, p.stdout
     # a prompt too long for the block drops its slowest exemplar until it fits (LeakyReLU's v1 never
     # does); what is left alone with the answer must fit too, or the pair is dropped, never cut
     # (LeakyReLU's longer task source with the reference shown leaves no room for its answer)
     assert "5 plain pairs (4 fit) + 2 contrastive pairs (1 fit)" in p.stdout, p.stdout
-    p = subprocess.run(cmd + ["--speedups", "nothing.jsonl"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    p = warm.run(cmd + ["--speedups", "nothing.jsonl"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert "no nothing.jsonl: no contrastive pairs" in p.stdout, p.stdout + p.stderr
     # a block no pair fits: one line that says so, not a traceback from the first batch
-    p = subprocess.run([c if c != "2048" else "256" for c in cmd] + ["--out", str(tmp_path / "small")], cwd=ROOT,
-                       capture_output=True, text=True, timeout=120)
+    p = warm.run([c if c != "2048" else "256" for c in cmd] + ["--out", str(tmp_path / "small")], cwd=ROOT,
+                 capture_output=True, text=True, timeout=120)
     assert p.returncode != 0 and p.stderr.strip() == "no training pair fits --block-size 256 (prompt + answer tokens): " \
         "raise it, or --vocab-size for shorter tokens", p.stderr
 
@@ -84,7 +84,7 @@ def test_stage2_round_with_the_real_judge(tmp_path):
            "--speedups", str(speedups), "--min-answer-tokens", "64",
            "--trials", "2", "--iters", "5", "--judge-jobs", "1", "--log-every", "20"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}  # a tiny model; a busy 2-core box punishes thread barriers
-    p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    p = warm.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert "answer tokens per solution" in p.stdout
 
@@ -110,7 +110,7 @@ def test_stage2_round_with_the_real_judge(tmp_path):
     assert stage1["steps"] == 100 and stage1["tokens_per_s"] > 0, stage1
     # run again: it resumes after the final pass and has nothing left to do, and its report keeps the
     # stage-1 speed the first run measured (not "0 steps run")
-    p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    p = warm.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0 and "resumed" in p.stdout, p.stderr[-3000:]
     assert len(open(out / "stage2.jsonl").readlines()) == 2
     assert json.load(open(out / "report.json"))["stage1"] == stage1
@@ -129,7 +129,7 @@ def test_generated_tasks_and_the_held_out_line(tmp_path):
            "--steps", "20", "--batch-tokens", "3000", "--rounds", "0", "--generated", "6", "--held-out-tasks", "2", "--num-samples", "2",
            "--max-new-tokens", "64", "--speedups", "nothing.jsonl", "--judge-jobs", "1", "--report", str(tmp_path / "r")]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    p = warm.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     # seeds 0-6 (4 is held out): 2, 3 and 6 have PyTorch-level moves; the fused CUDA ones stay out on the CPU
     assert "6 generated training tasks (cpu sizes): 3 with a teacher solution that runs here, 4 solutions" in p.stdout
@@ -189,8 +189,8 @@ def test_two_gloo_ranks_train_and_report_as_one(tmp_path):
            "--steps", "4", "--rounds", "1", "--round-steps", "2", "--num-samples", "1", "--max-new-tokens", "16",
            "--sample-tasks", "level1/19_ReLU.py,level1/20_LeakyReLU.py", "--speedups", "nothing.jsonl",
            "--judge-jobs", "1"]
-    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "OMP_NUM_THREADS": "1"})
+    p = warm.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300,
+                 env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     report = json.load(open(out / "report.json"))
     assert report["world"] == 2 and report["stage1"]["steps"] == 4
@@ -227,8 +227,8 @@ def test_a_generated_tasks_plain_pair_is_its_move_of_fewest_kernels(tmp_path):
     cmd = generated_run(tmp_path, lines, 4) + ["--plain-pick"]
     taught = {}
     for pick in ("ranking", "kernels"):
-        p = subprocess.run(cmd + [pick, "--out", str(tmp_path / pick)], cwd=ROOT, capture_output=True, text=True,
-                           timeout=120)
+        p = warm.run(cmd + [pick, "--out", str(tmp_path / pick)], cwd=ROOT, capture_output=True, text=True,
+                     timeout=120)
         assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
         taught[pick] = p.stdout.split("plain pairs:")[1].split("\n")[0]
     assert "fold_scale_into_weights 0 (1.10x)" in taught["ranking"] and "(--plain-pick ranking)" in taught["ranking"]
@@ -248,8 +248,8 @@ def test_a_shared_generated_dir_is_read_again_only_for_the_same_data(tmp_path):
     cmd = generated_run(tmp_path, "", 3) + ["--generated-dir", str(tmp_path / "shared")]
     runs = {}
     for name, extra in (("first", []), ("again", ["--seed", "7"]), ("kinds", ["--kinds", "pytorch,cpp"])):
-        p = subprocess.run(cmd + ["--out", str(tmp_path / name)] + extra, cwd=ROOT, capture_output=True, text=True,
-                           timeout=120)
+        p = warm.run(cmd + ["--out", str(tmp_path / name)] + extra, cwd=ROOT, capture_output=True, text=True,
+                     timeout=120)
         assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
         runs[name] = p.stdout
     assert "read again" not in runs["first"] and "read again" in runs["again"], runs["again"]
@@ -280,7 +280,7 @@ def test_reference_pairs_teach_the_opening_prompt_of_a_fresh_task(tmp_path):
     want = sum(bool(ms - {slow, unranked}) for ms in moves.values())
     assert 0 < want < sum(bool(ms) for ms in moves.values()), moves
     cmd = generated_run(tmp_path, lines, 6) + ["--plain-pick", "ranking", "--reference-pairs", "100"]
-    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    p = warm.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     fast = p.stdout.split("of the moves")[1].split("\n")[0]
     assert f"{want} reference-only contrastive pairs" in p.stdout and slow not in fast and unranked not in fast
@@ -295,14 +295,14 @@ def test_reference_pairs_teach_the_opening_prompt_of_a_fresh_task(tmp_path):
     assert f"{slow} {only_slow} (0.80x)" in p.stdout and f"{unranked} " not in p.stdout.split("plain pairs:")[1].split("\n")[0]
     assert f"{plain} plain pairs" in p.stdout, p.stdout
     assert f"+ {want} contrastive pairs ({want} fit)" in p.stdout, p.stdout
-    p = subprocess.run(cmd[:-1] + ["1", "--every-move"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    p = warm.run(cmd[:-1] + ["1", "--every-move"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert "+ 1 contrastive pairs (1 fit)" in p.stdout, p.stdout[-3000:] + p.stderr[-3000:]
     assert f"{1 + solutions} plain pairs" in p.stdout and "plain pairs:" not in p.stdout, p.stdout
     # --solution-pairs: every task with two or more solutions shows the reference and one of them, 'not
     # measured', and answers with another (of a fast move where it has one: a slow move shown or not)
     two = sum(len(ms) >= 2 for ms in moves.values())
     assert two > 0, moves
-    p = subprocess.run(cmd[:-1] + ["0", "--solution-pairs", "100"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    p = warm.run(cmd[:-1] + ["0", "--solution-pairs", "100"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert f"{two} contrastive pairs showing the reference and a teacher" in p.stdout, p.stdout[-3000:] + p.stderr[-3000:]
     assert f"+ {two} contrastive pairs ({two} fit)" in p.stdout, p.stdout
 
@@ -448,7 +448,7 @@ def test_fill_tokens_takes_as_many_rows_as_fit(tmp_path):
                "--n-head", "2", "--n-embd", "32", "--block-size", "2048", "--vocab-size", "259", "--steps", "2",
                "--batch-size", "1", "--log-every", "1", "--rounds", "0", "--speedups", "none.jsonl",
                "--fill-tokens", fill, "--out", str(tmp_path / f"out{fill}")]
-        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+        p = warm.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
         line = next(x for x in p.stdout.splitlines() if x.startswith("step     1 "))
         tokens[fill] = int(line.rsplit("| ", 1)[1].split()[0].replace(",", ""))
@@ -469,7 +469,7 @@ def test_stage1_windows_count_every_step_once(tmp_path):
            "--n-head", "2", "--n-embd", "32", "--block-size", "2048", "--vocab-size", "259", "--steps", "45",
            "--batch-size", "1", "--log-every", "10", "--save-every", "20", "--rounds", "0",
            "--speedups", "none.jsonl", "--out", str(out)]
-    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    p = warm.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     lines = [x for x in p.stdout.splitlines() if x.startswith("step ")]
     assert [int(x.split()[1]) for x in lines] == [0, 10, 20, 30, 40, 44]
@@ -486,9 +486,9 @@ def test_a_round_without_tasks_stops_before_stage_1(tmp_path):
            "--tasks", os.path.join(ROOT, "kernelbench"), "--kinds", "pytorch", "--out", str(tmp_path / "out"),
            "--device", "cpu", "--n-layer", "1", "--n-head", "2", "--n-embd", "32", "--vocab-size", "259",
            "--steps", "3", "--log-every", "1", "--generated", "0", "--held-out-tasks", "0", "--rounds", "1"]
-    p = subprocess.run(cmd + ["--sample-tasks", ""], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    p = warm.run(cmd + ["--sample-tasks", ""], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode != 0 and "stage 2 has no tasks: set --sample-tasks or --generated" in p.stderr, p.stderr
     assert "step " not in p.stdout and not (tmp_path / "out" / "model.safetensors").exists(), p.stdout
-    p = subprocess.run(cmd + ["--sample-tasks", "level1/19_ReLU.py", "--rounds", "0"], cwd=ROOT, capture_output=True,
-                       text=True, timeout=120)
+    p = warm.run(cmd + ["--sample-tasks", "level1/19_ReLU.py", "--rounds", "0"], cwd=ROOT, capture_output=True,
+                 text=True, timeout=120)
     assert p.returncode == 0 and "step " in p.stdout, p.stdout[-2000:] + p.stderr[-2000:]

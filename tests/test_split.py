@@ -5,7 +5,6 @@ import glob
 import json
 import os
 import random
-import subprocess
 import sys
 
 import pytest
@@ -13,6 +12,7 @@ import torch
 
 import cudal1
 from kernelbench import generate as gen
+import warm
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LEVEL2 = {int(f.split("_")[0]): f for f in os.listdir(os.path.join(ROOT, "kernelbench", "level2"))
@@ -113,13 +113,13 @@ def test_sft_leaves_held_out_solutions_out(tmp_path):
            "--kinds", "cuda,cpp,pytorch", "--device", "cpu", "--n-layer", "1", "--n-head", "2", "--n-embd", "32",
            "--block-size", "16384", "--vocab-size", "259", "--steps", "0", "--rounds", "0",
            "--speedups", "results/h200.jsonl", "--out", str(tmp_path / "out")]
-    p = subprocess.run(cmd + ["--sample-tasks", "all"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    p = warm.run(cmd + ["--sample-tasks", "all"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert f"left out {len(expect)} solution(s) of held-out tasks (cudal1.held_out): {', '.join(expect)}" in p.stdout
     report = json.load(open(tmp_path / "out" / "report.json"))
     assert report["solution_files"] and report["sample_tasks"]
     assert not [f for f in report["solution_files"] + report["sample_tasks"] if cudal1.held_out(f)]
-    p = subprocess.run(cmd + ["--sample-tasks", f"{TRAIN},{HELD}"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    p = warm.run(cmd + ["--sample-tasks", f"{TRAIN},{HELD}"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode != 0 and "--sample-tasks: held-out task(s), never trained on" in p.stderr, p.stdout + p.stderr
 
 
@@ -139,14 +139,14 @@ def test_rl_leaves_held_out_tasks_and_seeds_out(tmp_path):
     cmd = [sys.executable, os.path.join(ROOT, "train_rl.py"), "--init", str(tmp_path / "sft"), "--device", "cpu",
            "--kernels", str(tmp_path / "kernels"), "--tasks", os.path.join(ROOT, "kernelbench"), "--steps", "0",
            "--min-answer-tokens", "512", "--seed-bank", str(tmp_path / "records.jsonl"), "--held-out-tasks", "0"]
-    p = subprocess.run(cmd + ["--rl-tasks", "all", "--out", str(tmp_path / "rl")], cwd=ROOT, capture_output=True,
-                       text=True, timeout=120)
+    p = warm.run(cmd + ["--rl-tasks", "all", "--out", str(tmp_path / "rl")], cwd=ROOT, capture_output=True,
+                 text=True, timeout=120)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert "left out 1 held-out task(s)" in p.stdout and "bank seeded with 1 judged" in p.stdout, p.stdout
     bank = cudal1.Bank(str(tmp_path / "rl" / "bank.jsonl"))
     assert list(bank.entries) == [TRAIN] and len(bank.entries[TRAIN]) == 2  # the reference and the seed
-    p = subprocess.run(cmd + ["--rl-tasks", f"{TRAIN},{HELD}", "--out", str(tmp_path / "rl2")], cwd=ROOT,
-                       capture_output=True, text=True, timeout=120)
+    p = warm.run(cmd + ["--rl-tasks", f"{TRAIN},{HELD}", "--out", str(tmp_path / "rl2")], cwd=ROOT,
+                 capture_output=True, text=True, timeout=120)
     assert p.returncode != 0 and "--rl-tasks: held-out task(s), never trained on" in p.stderr, p.stdout + p.stderr
 
 
@@ -159,7 +159,7 @@ def test_generated_run_trains_on_no_held_out_task(tmp_path):
            "--n-layer", "1", "--n-head", "2", "--n-embd", "32", "--block-size", "4096", "--vocab-size", "259",
            "--steps", "0", "--rounds", "0", "--generated", "12", "--held-out-tasks", "3", "--num-samples", "1",
            "--max-new-tokens", "8", "--out", str(out)]
-    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    p = warm.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     report = json.load(open(out / "report.json"))
     tasks_dir = out / "generated" / "tasks" / "levelG"
@@ -232,7 +232,7 @@ def test_rl_from_a_curriculum_checkpoint_takes_fresh_tasks_it_never_trained_on(t
     out = tmp_path / "rl"
     cmd = [sys.executable, os.path.join(ROOT, "train_rl.py"), "--init", str(sft), "--device", "cpu", "--out", str(out),
            "--steps", "0", "--rl-task-count", "3", "--held-out-tasks", "0", "--min-answer-tokens", "16"]
-    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    p = warm.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert json.load(open(out / "settings.json"))["rl_tasks"] == "fresh"
     bank = cudal1.Bank(str(out / "bank.jsonl"))
@@ -246,7 +246,7 @@ def test_rl_from_a_curriculum_checkpoint_takes_fresh_tasks_it_never_trained_on(t
     # three seeds admit neither a constant output nor fold_reduction); still fresh, none held out
     cover = [*cmd, "--rl-cover", "1"]
     cover[cover.index("--out") + 1] = str(tmp_path / "rl-cover")
-    p = subprocess.run(cover, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    p = warm.run(cover, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     metas = [json.load(open(f)) for f in glob.glob(str(tmp_path / "rl-cover" / "fresh" / "levelG" / "*.json"))]
     moves = {m for meta in metas for m in meta["moves"]}
@@ -256,7 +256,7 @@ def test_rl_from_a_curriculum_checkpoint_takes_fresh_tasks_it_never_trained_on(t
     name, source, meta = gen.generate(10 ** 6, "cpu")
     teacher.write(str(sft / "generated"), name, source, meta, [])
     cmd[cmd.index("--out") + 1] = str(tmp_path / "rl2")
-    p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    p = warm.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode != 0 and "would not be fresh" in p.stderr, p.stdout[-2000:] + p.stderr[-2000:]
     # a checkpoint carried without its generated/ folder (bench/carry_checkpoint.py) is known by the
     # settings it keeps: fresh tasks by default, and refused when it may have drawn past FRESH_SEED
@@ -264,7 +264,7 @@ def test_rl_from_a_curriculum_checkpoint_takes_fresh_tasks_it_never_trained_on(t
     for n, ok in ((3, True), (900000, False)):
         cudal1.save_checkpoint(str(carried), cudal1.Transformer(cfg), tok, {"settings": {"generated": n}, "step": 0, "round": 1})
         cmd[cmd.index("--init") + 1], cmd[cmd.index("--out") + 1] = str(carried), str(tmp_path / f"rl-{n}")
-        p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+        p = warm.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert (p.returncode == 0) == ok, p.stdout[-2000:] + p.stderr[-2000:]
         if ok:
             assert json.load(open(tmp_path / f"rl-{n}" / "settings.json"))["rl_tasks"] == "fresh"
