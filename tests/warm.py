@@ -1,9 +1,10 @@
 """run(): subprocess.run([sys.executable, "script.py", *args], capture_output=True, text=True, ...) for the tests,
-as a fork of one waiting process that has already imported torch. A fresh interpreter spends ~3 s of a 2-core
-machine importing torch, and the suite runs this repository's scripts (train_sft.py, train_rl.py, evaluate.py,
-bench/) ~150 times: most of its time went to those imports.
+as a fork of one waiting process that has already imported torch. A fresh interpreter on a 2-core machine spends
+~3 s importing torch and ~3 s more on torch._dynamo (an optimizer's construction imports it), and the tests run
+this repository's scripts (train_sft.py, train_rl.py, evaluate.py, bench/) many times (57 in test_rl.py alone), most
+of them for well under a second of work of their own.
 
-The waiting process (this file run as a script) imports torch and computes nothing with it, so no thread pool
+The waiting process (this file run as a script) imports both and computes nothing with them, so no thread pool
 exists yet and a fork is safe. Each request forks a child that takes the caller's working directory, environment
 and arguments, writes its stdout and stderr to files, runs the script as __main__ (runpy) and exits as that
 script's own process would: its exit code, its atexit handlers, an uncaught exception's traceback on stderr.
@@ -46,7 +47,8 @@ def run(cmd, cwd=None, env=None, capture_output=False, text=False, timeout=None)
 
 def _serve():
     import runpy
-    import torch  # noqa: F401  (the point: imported once, here)
+    import torch
+    import torch._dynamo  # noqa: F401  (torch.optim imports it on an optimizer's first construction: ~3 s more)
     for line in sys.stdin:
         request = json.loads(line)
         pid = os.fork()
