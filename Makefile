@@ -1,5 +1,5 @@
 # cudal1 runbook. `make help` lists the targets; times are for the machines named beside them.
-#   make test                     CPU tests (installs into .venv where python3 lacks our deps; ~3 min, 2 cores)
+#   make test                     CPU tests (into .venv where python3 lacks our deps; ~11 min, results/tests-cpu.md)
 #   make eval GPU=h200            judge kernels/ against kernelbench/ and write results/h200.md
 #   make train                    stage 1 -> 2 -> 3 on the bundled default (GPU if present, else CPU)
 
