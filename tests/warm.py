@@ -7,7 +7,8 @@ of them for well under a second of work of their own.
 The waiting process (this file run as a script) imports both and computes nothing with them, so no thread pool
 exists yet and a fork is safe. Each request forks a child that takes the caller's working directory, environment
 and arguments, writes its stdout and stderr to files, runs the script as __main__ (runpy) and exits as that
-script's own process would: its exit code, its atexit handlers, an uncaught exception's traceback on stderr.
+script's own process would: its exit code, its atexit handlers, an uncaught exception's traceback on stderr. One
+past its timeout is killed with what it started, and run() raises subprocess.TimeoutExpired, as subprocess.run does.
 Anything else (python -m, -c, another program) goes to subprocess.run unchanged."""
 import atexit
 import json
@@ -23,7 +24,8 @@ _server, _lock = None, threading.Lock()
 
 
 def run(cmd, cwd=None, env=None, capture_output=False, text=False, timeout=None):
-    if not (capture_output and text and len(cmd) > 1 and cmd[0] == sys.executable and cmd[1].endswith(".py")):
+    if not (capture_output and text and len(cmd) > 1 and cmd[0] == sys.executable and cmd[1].endswith(".py")
+            and hasattr(os, "pidfd_open")):  # Linux's: how the server waits for a child with a timeout
         return subprocess.run(cmd, cwd=cwd, env=env, capture_output=capture_output, text=text, timeout=timeout)
     global _server
     with _lock, tempfile.TemporaryDirectory() as tmp:
@@ -33,16 +35,14 @@ def run(cmd, cwd=None, env=None, capture_output=False, text=False, timeout=None)
             atexit.register(_server.stdin.close)  # the server ends on end of input
         out, err = os.path.join(tmp, "out"), os.path.join(tmp, "err")
         request = dict(argv=[str(c) for c in cmd[1:]], cwd=os.path.abspath(cwd or os.getcwd()),
-                       env=dict(os.environ if env is None else env), out=out, err=err)
+                       env=dict(os.environ if env is None else env), out=out, err=err, timeout=timeout)
         _server.stdin.write(json.dumps(request) + "\n")
         _server.stdin.flush()
-        pid = int(_server.stdout.readline())
-        if not select.select([_server.stdout], [], [], timeout)[0]:
-            os.killpg(pid, signal.SIGKILL)  # the child and whatever it started (judge workers)
-            _server.stdout.readline()
-            raise subprocess.TimeoutExpired(cmd, timeout, open(out).read(), open(err).read())
-        code = int(_server.stdout.readline())
-        return subprocess.CompletedProcess(cmd, code, open(out).read(), open(err).read())
+        code, timed_out = json.loads(_server.stdout.readline())
+        out, err = open(out).read(), open(err).read()
+        if timed_out:
+            raise subprocess.TimeoutExpired(cmd, timeout, out, err)
+        return subprocess.CompletedProcess(cmd, code, out, err)
 
 
 def _serve():
@@ -66,8 +66,12 @@ def _serve():
             sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[0]))
             runpy.run_path(sys.argv[0], run_name="__main__")
             sys.exit(0)  # the script ran to its end; an exception or sys.exit inside it left before this
-        print(pid, flush=True)
-        print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), flush=True)
+        pidfd = os.pidfd_open(pid)
+        ended = select.select([pidfd], [], [], request["timeout"])[0]
+        os.close(pidfd)
+        if not ended:  # not yet reaped, so its pid is still its own
+            os.killpg(pid, signal.SIGKILL)  # the child and whatever it started (judge workers)
+        print(json.dumps([os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), not ended]), flush=True)
 
 
 if __name__ == "__main__":
