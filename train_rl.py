@@ -873,9 +873,8 @@ while step < args.steps and not stop:
     stop = out_of_time()
     if step % args.save_every == 0 or step == args.steps or stop:
         save()
-    if stop:
+    if stop:  # the loop's condition ends it
         say(f"time limit of {args.time_limit:g} min reached at step {step}")
-        break
 
 if held_groups and held_at != step:  # the policy this run ends with
     log_held_out(step)

@@ -39,10 +39,10 @@ def run(cmd, cwd=None, env=None, capture_output=False, text=False, timeout=None)
         _server.stdin.write(json.dumps(request) + "\n")
         _server.stdin.flush()
         code, timed_out = json.loads(_server.stdout.readline())
-        out, err = open(out).read(), open(err).read()
+        stdout, stderr = open(out).read(), open(err).read()
         if timed_out:
-            raise subprocess.TimeoutExpired(cmd, timeout, out, err)
-        return subprocess.CompletedProcess(cmd, code, out, err)
+            raise subprocess.TimeoutExpired(cmd, timeout, stdout, stderr)
+        return subprocess.CompletedProcess(cmd, code, stdout, stderr)
 
 
 def _serve():
